@@ -1,0 +1,57 @@
+# replog — the two commands a fresh clone needs are `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+REPLOG := $(VENV)/bin/replog
+STAMP := $(VENV)/.installed
+APT_STAMP := $(VENV)/.system-packages
+DEMO_DIR ?= .replog
+
+.PHONY: setup system-packages demo test test-fast proto lint down bench chaos clean
+
+setup: $(STAMP)
+
+# ZooKeeper's server jar and a headless Java come from Debian's packages.
+$(APT_STAMP):
+	@if ! command -v java >/dev/null 2>&1 || [ ! -f /usr/share/java/zookeeper.jar ]; then \
+	  echo "installing the system packages: zookeeper, default-jre-headless"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq zookeeper default-jre-headless >/dev/null; \
+	fi
+	@mkdir -p $(VENV) && touch $@
+
+$(STAMP): pyproject.toml setup.py | $(APT_STAMP)
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
+	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+# Regenerate replog/api from proto/ (the committed copy is checked by tests/unit/test_api_generated.py).
+proto: setup
+	$(PY) -m replog.api.generate
+
+lint: setup
+	cd proto && ../$(VENV)/bin/buf lint
+
+demo: setup
+	$(REPLOG) dev down --data-dir $(DEMO_DIR) >/dev/null 2>&1 || true
+	$(REPLOG) dev up --brokers 3 --controllers 2 --data-dir $(DEMO_DIR)
+	$(REPLOG) dev status --data-dir $(DEMO_DIR)
+	$(PY) -m replog.dev.tour --data-dir $(DEMO_DIR)
+	@echo "The cluster keeps running; stop it with: $(REPLOG) dev down --data-dir $(DEMO_DIR)"
+
+down: setup
+	$(REPLOG) dev down --data-dir $(DEMO_DIR)
+
+# pytest exits 5 when it collects no test: that is a failure here too, said plainly.
+test: setup
+	@$(PY) -m pytest -q tests; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "no tests were collected"; exit 1; fi; exit $$rc
+
+test-fast: setup
+	@$(PY) -m pytest -q -m "not slow" tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

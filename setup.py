@@ -1,0 +1,23 @@
+"""Packaging glue: the services live in services/<name>/ but import as replog.<name>."""
+
+from setuptools import find_packages, setup
+
+SERVICES = ("broker", "controller", "metadata")
+
+
+def service_packages() -> tuple[list[str], dict[str, str]]:
+    packages: list[str] = []
+    package_dir: dict[str, str] = {}
+    for name in SERVICES:
+        root = f"services/{name}"
+        package_dir[f"replog.{name}"] = root
+        packages.append(f"replog.{name}")
+        packages += [f"replog.{name}.{sub}" for sub in find_packages(root)]
+    return packages, package_dir
+
+
+packages, package_dir = service_packages()
+setup(
+    packages=find_packages(include=["replog", "replog.*"]) + packages,
+    package_dir=package_dir,
+)
