@@ -1,6 +1,7 @@
 """The committed replog.api modules are exactly what `make proto` generates."""
 
 import importlib
+import importlib.metadata
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,11 @@ def test_committed_generated_code_matches_the_protos(tmp_path: Path) -> None:
     problems = [f"missing: {path}" for path in missing]
     problems += [f"not generated from any .proto: {path}" for path in extra]
     problems += [f"differs from the protos: {path}" for path in differing]
-    assert not problems, "replog/api is stale, run `make proto`:\n  " + "\n  ".join(problems)
+    tools = importlib.metadata.version("grpcio-tools")
+    assert not problems, (
+        f"replog/api is stale, run `make proto` (this checkout has grpcio-tools {tools}; "
+        "the committed code must come from the version the project pins):\n  " + "\n  ".join(problems)
+    )
 
 
 @pytest.mark.parametrize("package", sorted(SERVICES))
