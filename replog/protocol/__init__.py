@@ -1,0 +1,37 @@
+"""Kafka's RecordBatch v2 codec: varints, CRC-32C, compression, validation, stamping.
+
+Imports nothing of replog but `replog.core`. The public API lives in
+`replog.protocol.batch` and is repeated here.
+"""
+
+from replog.protocol.batch import (
+    BatchHeader,
+    Compression,
+    CorruptBatchError,
+    DecodedBatch,
+    Record,
+    ValidationResult,
+    decode_batch,
+    encode_batch,
+    iter_batches,
+    iter_records,
+    read_header,
+    stamp_batches,
+    validate_batches,
+)
+
+__all__ = [
+    "BatchHeader",
+    "Compression",
+    "CorruptBatchError",
+    "DecodedBatch",
+    "Record",
+    "ValidationResult",
+    "decode_batch",
+    "encode_batch",
+    "iter_batches",
+    "iter_records",
+    "read_header",
+    "stamp_batches",
+    "validate_batches",
+]

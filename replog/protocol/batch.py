@@ -1,0 +1,184 @@
+"""RecordBatch v2 (magic 2), byte for byte: encode, decode, and the broker's checks.
+
+`encode_batch` and `decode_batch` are the client's codec; `validate_batches`
+and `stamp_batches` are all the broker does to a producer's bytes.
+"""
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import crc32c
+
+from replog.protocol.checks import Problem, byte_view, check_batch
+from replog.protocol.compression import Compression, compress, decompress
+from replog.protocol.errors import CorruptBatchError
+from replog.protocol.header import BatchHeader, read_header
+from replog.protocol.layout import (
+    BATCH_LENGTH_MIN,
+    CONTROL_BIT,
+    CRC_FIELDS,
+    HEADER,
+    LOG_OVERHEAD,
+    MAGIC,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    PREFIX,
+    RECORD_SIZE_MIN,
+    RECORDS_OFFSET,
+    TRANSACTIONAL_BIT,
+)
+from replog.protocol.record_decoding import decode_records
+from replog.protocol.record_encoding import encode_records
+from replog.protocol.records import Record
+from replog.protocol.stamp import stamp_batches
+from replog.protocol.validation import ValidationResult, validate_batches
+
+__all__ = [
+    "BatchHeader",
+    "Compression",
+    "CorruptBatchError",
+    "DecodedBatch",
+    "Record",
+    "ValidationResult",
+    "decode_batch",
+    "encode_batch",
+    "iter_batches",
+    "iter_records",
+    "read_header",
+    "stamp_batches",
+    "validate_batches",
+]
+
+# decode_batch has no size limit of its own: the fetch size bounds what arrives.
+_NO_SIZE_LIMIT = 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedBatch(BatchHeader):
+    """A batch's header fields and its records, with absolute offsets and timestamps."""
+
+    records: list[Record]
+
+
+def encode_batch(
+    values_or_records: Sequence,
+    *,
+    base_offset: int = 0,
+    base_timestamp_ms: int | None = None,
+    compression: Compression = Compression.NONE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    transactional: bool = False,
+    control: bool = False,
+) -> bytes:
+    """Encode one batch from (key, value[, headers]) tuples or from `Record`s.
+
+    Tuples get offsets base_offset, base_offset+1, ... and the timestamp
+    `base_timestamp_ms` (the wall clock when None). Records keep their own
+    absolute offsets and timestamps, which must not precede `base_offset` /
+    `base_timestamp_ms` (by default the first record's timestamp), and whose
+    offsets must increase.
+    """
+    items = values_or_records if isinstance(values_or_records, (list, tuple)) else list(values_or_records)
+    if not items:
+        raise ValueError("a record batch holds at least one record")
+    if isinstance(items[0], Record):
+        base_timestamp = items[0].timestamp if base_timestamp_ms is None else base_timestamp_ms
+        rows, last_offset_delta, max_timestamp = _record_rows(items, base_offset, base_timestamp)
+    else:
+        base_timestamp = time.time_ns() // 1_000_000 if base_timestamp_ms is None else base_timestamp_ms
+        rows, last_offset_delta, max_timestamp = _tuple_rows(items), len(items) - 1, base_timestamp
+    codec = Compression(compression)
+    payload = compress(codec, encode_records(rows))
+    attributes = codec | (TRANSACTIONAL_BIT if transactional else 0) | (CONTROL_BIT if control else 0)
+    crc_fields = CRC_FIELDS.pack(
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(items),
+    )
+    crc = crc32c.crc32c(payload, crc32c.crc32c(crc_fields))
+    prefix = PREFIX.pack(base_offset, BATCH_LENGTH_MIN + len(payload), partition_leader_epoch, MAGIC, crc)
+    return b"".join((prefix, crc_fields, payload))
+
+
+def _tuple_rows(items: Sequence[tuple]) -> Iterator[tuple]:
+    for offset_delta, item in enumerate(items):
+        if len(item) == 2:
+            yield offset_delta, 0, item[0], item[1], ()
+        else:
+            key, value, headers = item
+            yield offset_delta, 0, key, value, headers
+
+
+def _record_rows(records: Sequence[Record], base_offset: int, base_timestamp: int) -> tuple[list, int, int]:
+    rows = []
+    previous_delta = -1
+    max_timestamp = base_timestamp
+    for record in records:
+        offset_delta = record.offset - base_offset
+        if offset_delta <= previous_delta:
+            raise ValueError(
+                f"record offset {record.offset} does not follow {base_offset + previous_delta} "
+                f"(offsets start at base_offset {base_offset} and increase)"
+            )
+        previous_delta = offset_delta
+        max_timestamp = max(max_timestamp, record.timestamp)
+        rows.append((offset_delta, record.timestamp - base_timestamp, record.key, record.value, record.headers))
+    return rows, previous_delta, max_timestamp
+
+
+def decode_batch(buf, pos: int = 0) -> DecodedBatch:
+    """Decode the batch at `pos`, checking it as `validate_batches` does.
+
+    Raises CorruptBatchError, and nothing else, when the bytes are not a sound batch.
+    """
+    view = byte_view(buf)
+    checked = check_batch(view, pos, _NO_SIZE_LIMIT, walk=False)
+    if isinstance(checked, Problem):
+        raise CorruptBatchError(pos, checked.reason)
+    try:
+        records = _decode_body(view, checked)
+    except (ValueError, IndexError) as exc:
+        raise CorruptBatchError(pos, str(exc) or type(exc).__name__) from exc
+    return DecodedBatch(pos, *HEADER.unpack_from(view, pos), records)
+
+
+def _decode_body(view: memoryview, header: BatchHeader) -> list[Record]:
+    payload = view[header.position + RECORDS_OFFSET : header.end]
+    data = bytes(payload) if header.compression_id == Compression.NONE else decompress(header.compression, payload)
+    if header.records_count * RECORD_SIZE_MIN > len(data):
+        raise ValueError(f"{header.records_count} records cannot fit in {len(data)} bytes")
+    timestamp_override = header.max_timestamp if header.is_log_append_time else None
+    return decode_records(data, header.records_count, header.base_offset, header.base_timestamp, timestamp_override)
+
+
+def iter_batches(buf) -> Iterator[DecodedBatch]:
+    """Decode batch after batch; stop quietly at a trailing partial batch.
+
+    A fetch response cut at its byte limit may end inside a batch, as Kafka's
+    may; the consumer fetches the rest from that batch's offset next time.
+    """
+    view = byte_view(buf)
+    pos = 0
+    while len(view) - pos >= LOG_OVERHEAD:
+        batch_length = int.from_bytes(view[pos + LOG_OVERHEAD - 4 : pos + LOG_OVERHEAD], "big", signed=True)
+        if pos + LOG_OVERHEAD + batch_length > len(view):
+            return
+        batch = decode_batch(view, pos)
+        yield batch
+        pos = batch.end
+
+
+def iter_records(buf) -> Iterator[Record]:
+    for batch in iter_batches(buf):
+        yield from batch.records

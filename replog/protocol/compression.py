@@ -1,0 +1,61 @@
+"""Per-batch compression codecs (attributes bits 0-2), all through cramjam.
+
+What each codec writes, chosen so that Kafka's Java client reads it:
+gzip a standard gzip member; snappy the xerial framing (see `xerial`);
+lz4 the LZ4 frame format with 64 KiB independent blocks; zstd one zstd frame.
+"""
+
+import enum
+
+import cramjam
+
+from replog.protocol import xerial
+
+# Kafka's default `compression.zstd.level`; cramjam's own default (11) is slow.
+ZSTD_LEVEL = 3
+
+
+class Compression(enum.IntEnum):
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+    @classmethod
+    def from_name(cls, name: str) -> "Compression":
+        """Map a Kafka `compression.type` value ("none", "gzip", ...) to its codec."""
+        try:
+            return cls[name.strip().upper()]
+        except KeyError:
+            names = ", ".join(c.name.lower() for c in cls)
+            raise ValueError(f"unknown compression.type {name!r}; expected one of {names}") from None
+
+
+def compress(codec: Compression, data: bytes) -> bytes:
+    if codec is Compression.NONE:
+        return data
+    if codec is Compression.GZIP:
+        return bytes(cramjam.gzip.compress(data))
+    if codec is Compression.SNAPPY:
+        return xerial.compress(data)
+    if codec is Compression.LZ4:
+        return bytes(cramjam.lz4.compress(data))
+    if codec is Compression.ZSTD:
+        return bytes(cramjam.zstd.compress(data, level=ZSTD_LEVEL))
+    raise ValueError(f"unknown compression codec {codec!r}")
+
+
+def decompress(codec: Compression, data: bytes) -> bytes:
+    """Inflate one batch's records; raise ValueError (or cramjam's error) if unreadable."""
+    if codec is Compression.NONE:
+        return data
+    if codec is Compression.GZIP:
+        return bytes(cramjam.gzip.decompress(data))
+    if codec is Compression.SNAPPY:
+        return xerial.decompress(data)
+    if codec is Compression.LZ4:
+        return bytes(cramjam.lz4.decompress(data))
+    if codec is Compression.ZSTD:
+        return bytes(cramjam.zstd.decompress(data))
+    raise ValueError(f"unknown compression codec {codec!r}")

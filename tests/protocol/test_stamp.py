@@ -1,0 +1,47 @@
+"""stamp_batches: the broker assigns offsets and its leader epoch without touching the CRC."""
+
+from replog.protocol import Compression, encode_batch, iter_batches, stamp_batches, validate_batches
+
+from .spec_reader import build_batch, build_record
+
+
+def test_stamping_sets_consecutive_offsets_and_keeps_every_crc_valid():
+    batches = [
+        encode_batch([(None, b"a"), (None, b"b"), (None, b"c")]),
+        encode_batch([(b"k", b"d")], compression=Compression.GZIP),
+        encode_batch([(None, b"e"), (None, b"f")], compression=Compression.SNAPPY),
+    ]
+    buf = bytearray(b"".join(batches))
+    crcs_before = [h.crc for h in validate_batches(buf, max_message_bytes=1 << 20).headers]
+    headers = validate_batches(buf, max_message_bytes=1 << 20).headers
+
+    next_offset = stamp_batches(buf, 1000, 7, headers)
+
+    assert next_offset == 1006
+    result = validate_batches(buf, max_message_bytes=1 << 20)
+    assert result.ok
+    assert [h.crc for h in result.headers] == crcs_before
+    assert [(h.base_offset, h.last_offset, h.partition_leader_epoch) for h in result.headers] == [
+        (1000, 1002, 7),
+        (1003, 1003, 7),
+        (1004, 1005, 7),
+    ]
+    decoded = list(iter_batches(buf))
+    assert [r.offset for b in decoded for r in b.records] == list(range(1000, 1006))
+    assert [r.value for b in decoded for r in b.records] == [b"a", b"b", b"c", b"d", b"e", b"f"]
+
+
+def test_stamping_through_a_memoryview_writes_the_underlying_buffer():
+    buf = bytearray(b"\xee" * 5 + encode_batch([(None, b"x")]))
+    view = memoryview(buf)[5:]
+    headers = validate_batches(view, max_message_bytes=1 << 20).headers
+    assert stamp_batches(view, 42, 3, headers) == 43
+    assert buf[:5] == b"\xee" * 5
+    assert validate_batches(buf[5:], max_message_bytes=1 << 20).headers[0].base_offset == 42
+
+
+def test_a_batch_with_offset_gaps_keeps_its_offset_range():
+    buf = bytearray(build_batch([build_record(0, b"a", b"1"), build_record(4, b"b", b"2")], last_offset_delta=4))
+    headers = validate_batches(buf, max_message_bytes=1 << 20).headers
+    assert stamp_batches(buf, 10, 0, headers) == 15
+    assert [r.offset for b in iter_batches(buf) for r in b.records] == [10, 14]
