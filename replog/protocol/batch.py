@@ -148,8 +148,10 @@ def decode_batch(buf, pos: int = 0) -> DecodedBatch:
         raise CorruptBatchError(pos, checked.reason)
     try:
         records = _decode_body(view, checked)
-    except (ValueError, IndexError) as exc:
-        raise CorruptBatchError(pos, str(exc) or type(exc).__name__) from exc
+    except IndexError as exc:
+        raise CorruptBatchError(pos, "the records end in the middle of a record") from exc
+    except ValueError as exc:
+        raise CorruptBatchError(pos, str(exc)) from exc
     return DecodedBatch(pos, *HEADER.unpack_from(view, pos), records)
 
 

@@ -13,6 +13,9 @@ from replog.protocol import xerial
 
 # Kafka's default `compression.zstd.level`; cramjam's own default (11) is slow.
 ZSTD_LEVEL = 3
+# LZ4's fast compressor, which Kafka's default `compression.lz4.level` selects;
+# cramjam's default is the high-compression one, several times slower.
+LZ4_LEVEL = 1
 
 
 class Compression(enum.IntEnum):
@@ -40,14 +43,21 @@ def compress(codec: Compression, data: bytes) -> bytes:
     if codec is Compression.SNAPPY:
         return xerial.compress(data)
     if codec is Compression.LZ4:
-        return bytes(cramjam.lz4.compress(data))
+        return bytes(cramjam.lz4.compress(data, level=LZ4_LEVEL))
     if codec is Compression.ZSTD:
         return bytes(cramjam.zstd.compress(data, level=ZSTD_LEVEL))
     raise ValueError(f"unknown compression codec {codec!r}")
 
 
-def decompress(codec: Compression, data: bytes) -> bytes:
-    """Inflate one batch's records; raise ValueError (or cramjam's error) if unreadable."""
+def decompress(codec: Compression, data) -> bytes:
+    """Inflate one batch's records from any buffer; ValueError if they do not inflate."""
+    try:
+        return _decompress(codec, data)
+    except cramjam.DecompressionError as exc:
+        raise ValueError(f"{codec.name.lower()} data does not decompress: {exc}") from exc
+
+
+def _decompress(codec: Compression, data) -> bytes:
     if codec is Compression.NONE:
         return data
     if codec is Compression.GZIP:

@@ -135,6 +135,9 @@ def walk_records(buf, pos: int, end: int, count: int) -> str | None:
         if b < 0x80:
             length = zz[b]
             pos += 1
+        elif pos + 1 < end and buf[pos + 1] < 0x80:
+            length = zz[(b & 0x7F) | (buf[pos + 1] << 7)]
+            pos += 2
         else:
             try:
                 length, pos = read_varint(buf, pos, VARINT_BYTES_MAX)
