@@ -80,6 +80,11 @@ class ErrorCode(enum.IntEnum):
     INVALID_RECORD = 67
     GROUP_COORDINATOR_NOT_AVAILABLE = 68
     TOPIC_DELETION_DISABLED = 69
+    FETCH_SESSION_ID_NOT_FOUND = 70
+    INVALID_FETCH_SESSION_EPOCH = 71
+    FENCED_INSTANCE_ID = 72
+    GROUP_MAX_SIZE_REACHED = 73
+    NON_EMPTY_GROUP = 74
 
     @property
     def retriable(self) -> bool:
@@ -109,5 +114,7 @@ _RETRIABLE = frozenset(
         ErrorCode.UNKNOWN_LEADER_EPOCH,
         ErrorCode.OFFSET_NOT_AVAILABLE,
         ErrorCode.UNSTABLE_OFFSET_COMMIT,
+        ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+        ErrorCode.INVALID_FETCH_SESSION_EPOCH,
     }
 )

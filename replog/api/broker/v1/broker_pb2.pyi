@@ -46,12 +46,14 @@ class ProduceTopicData(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ProducePartitionData, _Mapping]]] = ...) -> None: ...
 
 class ProducePartitionData(_message.Message):
-    __slots__ = ("partition", "records")
+    __slots__ = ("partition", "records", "current_leader_epoch")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     RECORDS_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     partition: int
     records: bytes
-    def __init__(self, partition: _Optional[int] = ..., records: _Optional[bytes] = ...) -> None: ...
+    current_leader_epoch: int
+    def __init__(self, partition: _Optional[int] = ..., records: _Optional[bytes] = ..., current_leader_epoch: _Optional[int] = ...) -> None: ...
 
 class ProduceResponse(_message.Message):
     __slots__ = ("topics", "node_endpoints")

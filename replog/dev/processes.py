@@ -1,0 +1,165 @@
+"""Starting, probing and signalling the processes of a local cluster."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Sequence
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+
+class DevError(Exception):
+    """A problem with the local cluster that the user can fix; the message says how."""
+
+
+HEALTH_WAIT_S_MAX = 60.0
+POLL_INTERVAL_S = 0.1
+
+
+def spawn(argv: Sequence[str], *, log_path: str, cwd: str, env: dict[str, str] | None = None) -> int:
+    """Start a detached process (own session: it outlives this command) logging to log_path."""
+    with open(log_path, "ab") as log_file:
+        process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+    return process.pid
+
+
+def process_state(pid: int | None, marker: str) -> str | None:
+    """The kernel's state letter of a live process whose command line contains marker.
+
+    None when there is no such process (exited, a zombie, or the pid now belongs
+    to an unrelated program).
+    """
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            cmdline = handle.read().replace(b"\0", b" ").decode(errors="replace")
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode(errors="replace")
+    except OSError:
+        return None
+    state = stat.rsplit(")", 1)[1].split()[0]
+    if state in ("Z", "X") or marker not in cmdline:
+        return None
+    return state
+
+
+def is_alive(pid: int | None, marker: str) -> bool:
+    return process_state(pid, marker) is not None
+
+
+def is_stopped(pid: int | None, marker: str) -> bool:
+    return process_state(pid, marker) in ("T", "t")
+
+
+def send_signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(POLL_INTERVAL_S)
+    return condition()
+
+
+def stop_processes(pids: Sequence[tuple[int, str]], *, grace_s: float) -> list[int]:
+    """SIGTERM (after SIGCONT, so a paused one can act on it), then SIGKILL what is left.
+
+    Returns the pids that had to be killed.
+    """
+    live = [(pid, marker) for pid, marker in pids if is_alive(pid, marker)]
+    for pid, _ in live:
+        send_signal(pid, signal.SIGCONT)
+        send_signal(pid, signal.SIGTERM)
+    wait_until(lambda: not any(is_alive(p, m) for p, m in live), grace_s)
+    killed = [pid for pid, marker in live if is_alive(pid, marker)]
+    for pid in killed:
+        send_signal(pid, signal.SIGKILL)
+    wait_until(lambda: not any(is_alive(p, m) for p, m in live), 5.0)
+    return killed
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def health_status(address: str, timeout_s: float = 1.0) -> str:
+    """The gRPC health of a server: SERVING, NOT_SERVING, or UNREACHABLE."""
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            response = stub.Check(health_pb2.HealthCheckRequest(), timeout=timeout_s)
+        except grpc.RpcError:
+            return "UNREACHABLE"
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+
+
+def wait_serving(name: str, address: str, pid: int, marker: str, log_path: str) -> None:
+    """Wait until a started process reports SERVING; if it dies, say why from its log."""
+
+    def ready() -> bool:
+        if not is_alive(pid, marker):
+            raise DevError(f"{name} exited while starting. The end of {log_path}:\n{tail(log_path)}")
+        return health_status(address, timeout_s=0.5) == "SERVING"
+
+    if not wait_until(ready, HEALTH_WAIT_S_MAX):
+        raise DevError(
+            f"{name} did not become SERVING within {HEALTH_WAIT_S_MAX:g} s. "
+            f"The end of {log_path}:\n{tail(log_path)}"
+        )
+
+
+def tail(path: str, lines: int = 15) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 8192))
+            text = handle.read().decode(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join("    " + line for line in text.splitlines()[-lines:])
+
+
+def scrape_metric(metrics_address: str, name: str, timeout_s: float = 1.0) -> float | None:
+    """One unlabelled sample from a Prometheus /metrics endpoint, or None if unavailable."""
+    try:
+        with urllib.request.urlopen(f"http://{metrics_address}/metrics", timeout=timeout_s) as response:
+            body = response.read().decode()
+    except OSError:
+        return None
+    for line in body.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None

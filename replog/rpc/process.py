@@ -1,0 +1,58 @@
+"""The entry point shared by `python -m replog.broker|controller|metadata`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from replog import config as configuration
+from replog.rpc import server
+from replog.zk.store import StoreError
+
+
+def main(
+    name: str,
+    settings: Sequence[configuration.Setting],
+    build: Callable[[configuration.Config], server.Service],
+    listener_setting: str,
+    argv: Sequence[str] | None = None,
+) -> int:
+    parser = argparse.ArgumentParser(
+        prog=f"python -m replog.{name}",
+        description=f"Run a replog {name}. Settings use Kafka's names; later sources win: "
+        f"defaults, the properties file, REPLOG_* environment variables, --override.",
+    )
+    parser.add_argument("properties", nargs="?", help="a Java-style properties file")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="set one setting (repeatable)")
+    parser.add_argument("--list-settings", action="store_true",
+                        help="print every setting with its default and meaning, then exit")
+    args = parser.parse_args(argv)
+    if args.list_settings:
+        for setting in settings:
+            print(f"{setting.name} (default {setting.default!r}): {setting.doc}")
+        return 0
+    try:
+        config = configuration.load(
+            name,
+            settings,
+            file_path=args.properties,
+            env=os.environ,
+            overrides=configuration.parse_overrides(args.override),
+        )
+        service = build(config)
+    except configuration.ConfigError as error:
+        print(f"replog {name}: {error}", file=sys.stderr)
+        return 2
+    server.configure_logging(name)
+    try:
+        asyncio.run(server.serve(name, service, config[listener_setting], config))
+    except (StoreError, configuration.ConfigError) as error:
+        # Problems found while starting (ZooKeeper unreachable, a log dir of another
+        # cluster) are the operator's to fix: one sentence, no traceback.
+        print(f"replog {name}: {error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,156 @@
+"""What every replog process does the same way: gRPC server, health, reflection,
+Prometheus /metrics, logging, and a graceful stop on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+import grpc
+import prometheus_client
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from replog.config import Config, HostPort
+
+log = logging.getLogger(__name__)
+
+REQUEST_DURATION = prometheus_client.Histogram(
+    "replog_request_duration_seconds",
+    "Time to serve one RPC, in seconds, from the request's arrival to its response.",
+    ["rpc"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+REQUESTS_FAILED = prometheus_client.Counter(
+    "replog_requests_failed_total",
+    "RPCs that ended with a gRPC status other than OK, by status.",
+    ["rpc", "error"],
+)
+
+
+class Service(Protocol):
+    """A process's own behaviour, plugged into the shared runner."""
+
+    def add_to_server(self, server: grpc.aio.Server) -> Sequence[str]:
+        """Register servicers; return their full service names (for reflection and health)."""
+
+    async def start(self) -> None:
+        """Runs after the port is bound; the process reports SERVING when it returns."""
+
+    async def stop(self) -> None:
+        """Runs on SIGTERM before the server stops (e.g. a broker's controlled shutdown)."""
+
+
+class _MetricsInterceptor(grpc.aio.ServerInterceptor):
+    """Times every unary RPC and counts its failures, labelled with the method name."""
+
+    async def intercept_service(self, continuation: Callable[..., Awaitable[Any]], details: Any) -> Any:
+        handler = await continuation(details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        rpc = details.method.rsplit("/", 1)[-1]
+        inner = handler.unary_unary
+
+        async def timed(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            started = time.perf_counter()
+            try:
+                return await inner(request, context)
+            except BaseException as error:
+                code = context.code() or grpc.StatusCode.UNKNOWN
+                if not isinstance(error, asyncio.CancelledError):
+                    REQUESTS_FAILED.labels(rpc, _status_name(code)).inc()
+                raise
+            finally:
+                REQUEST_DURATION.labels(rpc).observe(time.perf_counter() - started)
+
+        return grpc.unary_unary_rpc_method_handler(
+            timed,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+def _status_name(code: Any) -> str:
+    return code.name if isinstance(code, grpc.StatusCode) else str(code)
+
+
+def configure_logging(name: str) -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format=f"%(asctime)s %(levelname)s {name} %(name)s: %(message)s",
+    )
+    logging.getLogger("kazoo.client").setLevel(logging.WARNING)
+
+
+def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
+    return [
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_message_bytes),
+    ]
+
+
+def start_metrics_endpoint(host: str, port: int) -> int:
+    """Serve /metrics in a background thread; returns the bound port."""
+    server, _ = prometheus_client.start_http_server(port, addr=host)
+    return server.server_port
+
+
+async def serve(name: str, service: Service, listener: HostPort, config: Config) -> None:
+    """Run one service until SIGTERM or SIGINT, then stop it gracefully."""
+    server = grpc.aio.server(
+        interceptors=[_MetricsInterceptor()],
+        options=channel_options(config["socket.request.max.bytes"]),
+    )
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    names = list(service.add_to_server(server))
+    reflection.enable_server_reflection(
+        [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
+        server,
+    )
+    address = f"{listener.host}:{listener.port}"
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError:
+        bound = 0
+    if bound == 0:
+        raise SystemExit(f"{name}: cannot listen on {address}: the port is in use or the address is not local.")
+    metrics_port = start_metrics_endpoint(listener.host, config["metrics.port"])
+    await server.start()
+    log.info("%s listening on %s:%d, metrics on port %d", name, listener.host, bound, metrics_port)
+
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+
+    starter = asyncio.create_task(service.start())
+    stopper = asyncio.create_task(stopping.wait())
+    try:
+        done, _ = await asyncio.wait({starter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if starter in done:
+            starter.result()  # a failed start ends the process with its own message
+            await _mark(health_servicer, names, health_pb2.HealthCheckResponse.SERVING)
+            log.info("%s is SERVING", name)
+            await stopping.wait()
+        else:
+            starter.cancel()
+        log.info("%s stopping", name)
+        await _mark(health_servicer, names, health_pb2.HealthCheckResponse.NOT_SERVING)
+        await service.stop()
+    finally:
+        stopper.cancel()
+        await server.stop(config["shutdown.grace.ms"] / 1000)
+    log.info("%s stopped", name)
+
+
+async def _mark(health_servicer: health.aio.HealthServicer, names: Sequence[str], status: int) -> None:
+    """Set the overall status ("") and each service's."""
+    for service_name in ("", *names):
+        await health_servicer.set(service_name, status)

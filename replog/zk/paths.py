@@ -1,0 +1,30 @@
+"""The ZooKeeper layout (DESIGN §7). Every znode path replog uses is built here."""
+
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+CLUSTER_ID = "/cluster/id"
+CONFIG_TOPICS = "/config/topics"
+ADMIN_DELETE_TOPICS = "/admin/delete_topics"
+ADMIN_REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+
+# Created once by whichever process gets there first; never deleted.
+PERSISTENT_ROOTS = (BROKER_IDS, BROKER_TOPICS, CONFIG_TOPICS, ADMIN_DELETE_TOPICS, "/cluster")
+
+
+def broker(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic(name: str) -> str:
+    return f"{BROKER_TOPICS}/{name}"
+
+
+def partition_state(topic_name: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{topic_name}/partitions/{partition}/state"
+
+
+def topic_config(name: str) -> str:
+    return f"{CONFIG_TOPICS}/{name}"

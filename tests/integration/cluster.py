@@ -1,0 +1,75 @@
+"""Drive a real local cluster through the `replog` command, as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+REPLOG = [sys.executable, "-m", "replog.cli.main"]
+COMMAND_TIMEOUT_S = 120
+
+
+def replog(*args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [*REPLOG, *args], capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, env=env
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"replog {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
+    return result
+
+
+def wait_for(condition: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.1) -> Any:
+    """Poll condition until it returns something truthy; fail with `what` at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
+        time.sleep(interval_s)
+
+
+class LocalCluster:
+    def __init__(self, data_dir: str) -> None:
+        self.data_dir = data_dir
+
+    def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return replog(*args, "--data-dir", self.data_dir, check=check)
+
+    def up(self, *extra: str) -> None:
+        self("dev", "up", *extra)
+
+    def down(self) -> None:
+        if os.path.exists(os.path.join(self.data_dir, "cluster.json")):
+            self("dev", "down", check=False)
+
+    def status(self) -> dict[str, Any]:
+        return json.loads(self("dev", "status", "--json").stdout)
+
+    def state(self) -> dict[str, Any]:
+        with open(os.path.join(self.data_dir, "cluster.json"), encoding="utf-8") as handle:
+            return json.load(handle)
+
+    def active_controllers(self) -> list[int]:
+        return [c["id"] for c in self.status()["controllers"] if c["active"]]
+
+    def metrics_address(self, kind: str, member_id: int) -> str:
+        plural = {"broker": "brokers", "controller": "controllers", "metadata": "metadata"}[kind]
+        return next(m["metrics_address"] for m in self.state()[plural] if m["id"] == member_id)
+
+    def log_text(self, kind: str, member_id: int) -> str:
+        with open(os.path.join(self.data_dir, "logs", f"{kind}-{member_id}.log"), encoding="utf-8") as handle:
+            return handle.read()
+
+    def pids(self) -> list[int]:
+        report = self.status()
+        pids = [report["zookeeper"]["pid"]]
+        for kind in ("brokers", "controllers", "metadata"):
+            pids += [m["pid"] for m in report[kind]]
+        return [p for p in pids if p]

@@ -1,0 +1,20 @@
+import pytest
+
+from tests.integration.cluster import LocalCluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A running cluster of 3 brokers and 2 controllers, shared by one test module."""
+    local = LocalCluster(str(tmp_path_factory.mktemp("cluster") / "data"))
+    local.up("--brokers", "3", "--controllers", "2")
+    yield local
+    local.down()
+
+
+@pytest.fixture
+def new_cluster(tmp_path):
+    """A data dir for a test that starts (and breaks) its own cluster; always torn down."""
+    local = LocalCluster(str(tmp_path / "data"))
+    yield local
+    local.down()
