@@ -2,20 +2,18 @@
 
 What each codec writes, chosen so that Kafka's Java client reads it:
 gzip a standard gzip member; snappy the xerial framing (see `xerial`);
-lz4 the LZ4 frame format with 64 KiB independent blocks; zstd one zstd frame.
+lz4 the LZ4 frame format with 64 KiB independent blocks (see `lz4_frame`);
+zstd one zstd frame.
 """
 
 import enum
 
 import cramjam
 
-from replog.protocol import xerial
+from replog.protocol import lz4_frame, xerial
 
 # Kafka's default `compression.zstd.level`; cramjam's own default (11) is slow.
 ZSTD_LEVEL = 3
-# LZ4's fast compressor, which Kafka's default `compression.lz4.level` selects;
-# cramjam's default is the high-compression one, several times slower.
-LZ4_LEVEL = 1
 
 
 class Compression(enum.IntEnum):
@@ -43,7 +41,7 @@ def compress(codec: Compression, data: bytes) -> bytes:
     if codec is Compression.SNAPPY:
         return xerial.compress(data)
     if codec is Compression.LZ4:
-        return bytes(cramjam.lz4.compress(data, level=LZ4_LEVEL))
+        return lz4_frame.compress(data)
     if codec is Compression.ZSTD:
         return bytes(cramjam.zstd.compress(data, level=ZSTD_LEVEL))
     raise ValueError(f"unknown compression codec {codec!r}")
@@ -65,7 +63,7 @@ def _decompress(codec: Compression, data) -> bytes:
     if codec is Compression.SNAPPY:
         return xerial.decompress(data)
     if codec is Compression.LZ4:
-        return bytes(cramjam.lz4.decompress(data))
+        return lz4_frame.decompress(data)
     if codec is Compression.ZSTD:
         return bytes(cramjam.zstd.decompress(data))
     raise ValueError(f"unknown compression codec {codec!r}")
