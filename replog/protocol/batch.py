@@ -80,9 +80,9 @@ def encode_batch(
 
     Tuples get offsets base_offset, base_offset+1, ... and the timestamp
     `base_timestamp_ms` (the wall clock when None). Records keep their own
-    absolute offsets and timestamps, which must not precede `base_offset` /
-    `base_timestamp_ms` (by default the first record's timestamp), and whose
-    offsets must increase.
+    absolute offsets, which must increase from `base_offset` on, and their own
+    timestamps, stored relative to `base_timestamp_ms` (by default the first
+    record's timestamp).
     """
     items = values_or_records if isinstance(values_or_records, (list, tuple)) else list(values_or_records)
     if not items:
@@ -123,7 +123,6 @@ def _tuple_rows(items: Sequence[tuple]) -> Iterator[tuple]:
 def _record_rows(records: Sequence[Record], base_offset: int, base_timestamp: int) -> tuple[list, int, int]:
     rows = []
     previous_delta = -1
-    max_timestamp = base_timestamp
     for record in records:
         offset_delta = record.offset - base_offset
         if offset_delta <= previous_delta:
@@ -132,9 +131,8 @@ def _record_rows(records: Sequence[Record], base_offset: int, base_timestamp: in
                 f"(offsets start at base_offset {base_offset} and increase)"
             )
         previous_delta = offset_delta
-        max_timestamp = max(max_timestamp, record.timestamp)
         rows.append((offset_delta, record.timestamp - base_timestamp, record.key, record.value, record.headers))
-    return rows, previous_delta, max_timestamp
+    return rows, previous_delta, max(record.timestamp for record in records)
 
 
 def decode_batch(buf, pos: int = 0) -> DecodedBatch:
@@ -149,9 +147,9 @@ def decode_batch(buf, pos: int = 0) -> DecodedBatch:
     try:
         records = _decode_body(view, checked)
     except IndexError as exc:
-        raise CorruptBatchError(pos, "the records end in the middle of a record") from exc
+        raise CorruptBatchError(pos, f"batch at byte {pos}: the records end in the middle of a record") from exc
     except ValueError as exc:
-        raise CorruptBatchError(pos, str(exc)) from exc
+        raise CorruptBatchError(pos, f"batch at byte {pos}: {exc}") from exc
     return DecodedBatch(pos, *HEADER.unpack_from(view, pos), records)
 
 

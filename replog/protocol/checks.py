@@ -47,8 +47,8 @@ def check_batch(buf: memoryview, pos: int, max_message_bytes: int, walk: bool) -
     to confirm that the records tile the batch exactly.
     """
     remaining = len(buf) - pos
-    if pos < 0:
-        return _corrupt(f"batch position {pos} is outside the buffer")
+    if not 0 <= pos <= len(buf):
+        return _corrupt(f"batch position {pos} is outside the buffer of {len(buf)} bytes")
     if remaining < HEADER_SIZE:
         return _corrupt(
             f"batch at byte {pos} is cut short: {remaining} bytes remain but a batch header alone takes {HEADER_SIZE}"

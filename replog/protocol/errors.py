@@ -9,6 +9,7 @@ class CorruptBatchError(ValueError):
     error_code = ErrorCode.CORRUPT_MESSAGE
 
     def __init__(self, position: int, reason: str) -> None:
-        super().__init__(f"batch at byte {position}: {reason}")
+        """`reason` is one sentence that names the batch by its byte `position`."""
+        super().__init__(reason)
         self.position = position
         self.reason = reason

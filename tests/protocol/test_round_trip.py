@@ -5,7 +5,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replog.protocol import Compression, Record, decode_batch, encode_batch, iter_records, read_header
+from replog.core.errors import ErrorCode
+from replog.protocol import (
+    Compression,
+    CorruptBatchError,
+    Record,
+    decode_batch,
+    encode_batch,
+    iter_records,
+    read_header,
+)
 
 CODECS = list(Compression)
 BYTES_OR_NONE = st.none() | st.binary(max_size=300)
@@ -119,3 +128,21 @@ def test_any_records_round_trip(items, codec, base_offset, base_timestamp):
     encoded = encode_batch(items, base_offset=base_offset, base_timestamp_ms=base_timestamp, compression=codec)
     records = decode_batch(encoded).records
     assert records == [Record(base_offset + i, base_timestamp, k, v, h) for i, (k, v, h) in enumerate(items)]
+
+
+def test_max_timestamp_is_the_latest_record_even_before_the_base():
+    records = [Record(0, 50, None, b"a"), Record(1, 80, None, b"b")]
+    header = read_header(encode_batch(records, base_timestamp_ms=100))
+    assert (header.base_timestamp, header.max_timestamp) == (100, 80)
+    assert decode_batch(encode_batch(records, base_timestamp_ms=100)).records == records
+
+
+def test_corrupt_batch_error_names_the_batch_and_the_fault():
+    good = encode_batch([(None, b"a")])
+    bad = bytearray(good)
+    bad[-1] ^= 0xFF
+    with pytest.raises(CorruptBatchError) as caught:
+        list(iter_records(good + bytes(bad)))
+    assert caught.value.position == len(good)
+    assert str(caught.value).startswith(f"batch at byte {len(good)} has CRC 0x")
+    assert caught.value.error_code is ErrorCode.CORRUPT_MESSAGE
