@@ -1,0 +1,359 @@
+"""The producer's record accumulator: records gather into one open batch per partition.
+
+`send()` appends on the caller's thread; the I/O thread asks which leaders
+have a batch worth sending (`ready`), takes one batch per partition for each
+of those leaders (`drain`), and reports each batch's outcome (`complete` or
+`requeue`). One lock guards it all; every method holds it briefly. Time comes
+in as a number (monotonic milliseconds), so the rules can be tested without
+a clock.
+
+Ordering within a partition: batches leave in the order they were opened.
+A batch that comes back for a retry goes to the front of its partition's
+queue (in opening order) and waits until nothing else of that partition is in
+flight; while it is in flight again the partition sends nothing else. So a
+retry is never overtaken by a later batch. (A later batch that was already in
+flight when the first one failed, and that succeeded, stays written: as in
+Kafka without idempotence, max_in_flight_requests_per_connection=1 rules
+that out.)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Collection
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from replog.client.cluster import ClusterMetadata
+from replog.client.errors import ClientTimeoutError, ProducerClosedError
+from replog.client.types import TopicPartition
+from replog.protocol import encode_batch
+from replog.protocol.compression import Compression
+
+BATCH_OVERHEAD_BYTES = 61  # the RecordBatch v2 header
+INFINITE_MS = float("inf")
+
+
+def _varint_size(length: int) -> int:
+    # Zig-zag doubles a non-negative length: 1 byte below 64, 2 below 8192, ...
+    if length < 64:
+        return 1
+    if length < 8192:
+        return 2
+    if length < 1 << 20:
+        return 3
+    if length < 1 << 27:
+        return 4
+    return 5
+
+
+def record_size_bytes(key: bytes | None, value: bytes | None, headers: tuple = ()) -> int:
+    """The encoded size of one record in a batch, counting its offset delta at the most 3 bytes.
+
+    Within one byte or two of the truth, and never below it for batches of up
+    to a million records, so a batch never grows past batch_size.
+    """
+    body = 5  # attributes, timestamp delta (0), offset delta (<= 3), headers count
+    body += 1 if key is None else _varint_size(len(key)) + len(key)
+    body += 1 if value is None else _varint_size(len(value)) + len(value)
+    for header_key, header_value in headers:
+        raw = len(header_key.encode("utf-8"))
+        body += _varint_size(raw) + raw
+        body += 1 if header_value is None else _varint_size(len(header_value)) + len(header_value)
+    return _varint_size(body) + body
+
+
+class ProducerBatch:
+    """Records for one partition that travel together; their futures share `result`."""
+
+    __slots__ = ("tp", "sequence", "rows", "size_bytes", "created_ms", "attempts", "retry_at_ms",
+                 "closed", "result", "timestamp_ms", "_encoded")
+
+    def __init__(self, tp: TopicPartition, sequence: int, created_ms: float) -> None:
+        self.tp = tp
+        self.sequence = sequence  # opening order within the producer
+        self.rows: list[tuple] = []  # (key, value) or (key, value, headers)
+        self.size_bytes = BATCH_OVERHEAD_BYTES
+        self.created_ms = created_ms
+        self.attempts = 0  # times sent
+        self.retry_at_ms = 0.0
+        self.closed = False  # no more appends once it was drained
+        self.result: Future = Future()  # (base_offset, timestamp_ms) or the error
+        self.timestamp_ms = -1  # the records' create time, fixed when the batch is encoded
+        self._encoded: bytes | None = None
+
+    def encode(self, compression: Compression, timestamp_ms: int) -> bytes:
+        """The batch's bytes, encoded once: a retry sends the very same bytes."""
+        if self._encoded is None:
+            self.timestamp_ms = timestamp_ms
+            self._encoded = encode_batch(self.rows, base_timestamp_ms=timestamp_ms, compression=compression)
+        return self._encoded
+
+    def __repr__(self) -> str:
+        return f"ProducerBatch({self.tp}, #{self.sequence}, {len(self.rows)} records, attempts={self.attempts})"
+
+
+@dataclass(frozen=True)
+class ReadyCheck:
+    leaders: frozenset[int]  # leaders with at least one batch to send now
+    next_ready_ms: float  # when another batch becomes sendable (INFINITE_MS: only an event will)
+    unknown_leader_topics: frozenset[str]  # topics with batches but no known leader
+
+
+class RecordAccumulator:
+    def __init__(self, *, batch_size: int, linger_ms: float, buffer_memory: int) -> None:
+        self._batch_size = batch_size
+        self._linger_ms = linger_ms
+        self._buffer_memory = buffer_memory
+        self._lock = threading.Lock()
+        self._space = threading.Condition(self._lock)
+        self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._in_flight: dict[TopicPartition, int] = {}
+        self._muted: dict[TopicPartition, ProducerBatch] = {}  # partitions with a retry in flight
+        self._incomplete: set[ProducerBatch] = set()
+        self._buffered_bytes = 0
+        self._sequence = 0
+        self._drain_start = 0
+        self._flushing = 0
+        self._closing = False
+
+    # -- the caller's side ---------------------------------------------------------------------
+
+    def append(
+        self, tp: TopicPartition, row: tuple, size: int, now_ms: float, *,
+        abort_on_new_batch: bool = False, block_s: float = 60.0,
+    ) -> tuple[ProducerBatch, int, bool] | None:
+        """Add one record; returns (batch, index in batch, whether a new batch was opened).
+
+        With abort_on_new_batch, returns None instead of opening a batch, so the
+        sticky partitioner can move on first (KIP-480). Blocks up to block_s
+        while buffer_memory is used up.
+        """
+        with self._lock:
+            if self._closing:
+                raise ProducerClosedError("the producer is closed; records can no longer be sent")
+            if self._buffered_bytes + size > self._buffer_memory and self._buffered_bytes:
+                self._wait_for_space(size, block_s)
+            queue = self._queues.get(tp)
+            if queue is None:
+                queue = self._queues[tp] = deque()
+            if queue:
+                batch = queue[-1]
+                if not batch.closed and batch.size_bytes + size <= self._batch_size:
+                    batch.rows.append(row)
+                    batch.size_bytes += size
+                    self._buffered_bytes += size
+                    return batch, len(batch.rows) - 1, False
+            if abort_on_new_batch:
+                return None
+            batch = ProducerBatch(tp, self._sequence, now_ms)
+            self._sequence += 1
+            batch.rows.append(row)
+            batch.size_bytes += size
+            self._buffered_bytes += batch.size_bytes
+            queue.append(batch)
+            self._incomplete.add(batch)
+            return batch, 0, True
+
+    def append_rows(
+        self, tp: TopicPartition, rows: list[tuple], sizes: list[int], start: int, now_ms: float, *,
+        open_new: bool, block_s: float = 60.0,
+    ) -> tuple[int, ProducerBatch | None, bool]:
+        """Append rows[start:] to tp's open batch until it is full; returns (end, batch, opened).
+
+        Without open_new, stops at once (end == start) when tp has no open batch
+        with room, so the sticky partitioner can move on first.
+        """
+        with self._lock:
+            if self._closing:
+                raise ProducerClosedError("the producer is closed; records can no longer be sent")
+            if self._buffered_bytes + sizes[start] > self._buffer_memory and self._buffered_bytes:
+                self._wait_for_space(sizes[start], block_s)
+            queue = self._queues.get(tp)
+            if queue is None:
+                queue = self._queues[tp] = deque()
+            batch = queue[-1] if queue else None
+            opened = batch is None or batch.closed or batch.size_bytes + sizes[start] > self._batch_size
+            if opened:
+                if not open_new:
+                    return start, None, False
+                batch = ProducerBatch(tp, self._sequence, now_ms)
+                self._sequence += 1
+                queue.append(batch)
+                self._incomplete.add(batch)
+                self._buffered_bytes += batch.size_bytes
+            room = self._batch_size - batch.size_bytes
+            budget = self._buffer_memory - self._buffered_bytes
+            end = start
+            total = 0
+            for size in sizes[start:]:
+                if (total + size > room or total + size > budget) and (end > start or batch.rows):
+                    break
+                total += size
+                end += 1
+            batch.rows.extend(rows[start:end])
+            batch.size_bytes += total
+            self._buffered_bytes += total
+            return end, batch, opened
+
+    def _wait_for_space(self, size: int, block_s: float) -> None:
+        # Held under self._lock; Condition.wait releases it while waiting.
+        if not self._space.wait_for(
+            lambda: self._closing or not self._buffered_bytes or self._buffered_bytes + size <= self._buffer_memory,
+            timeout=block_s,
+        ):
+            raise ClientTimeoutError(
+                f"the producer's buffer_memory ({self._buffer_memory} bytes) stayed full for {block_s:g} s; "
+                "the cluster is not keeping up, or is unreachable"
+            )
+        if self._closing:
+            raise ProducerClosedError("the producer is closed; records can no longer be sent")
+
+    def begin_flush(self) -> list[Future]:
+        """Make every batch sendable now; returns the results to wait for."""
+        with self._lock:
+            self._flushing += 1
+            return [batch.result for batch in self._incomplete]
+
+    def end_flush(self) -> None:
+        with self._lock:
+            self._flushing -= 1
+
+    def close(self) -> None:
+        """Refuse new records; everything queued becomes sendable at once."""
+        with self._lock:
+            self._closing = True
+            self._space.notify_all()
+
+    # -- the I/O thread's side -----------------------------------------------------------------
+
+    def ready(self, metadata: ClusterMetadata, now_ms: float, busy_leaders: Collection[int] = ()) -> ReadyCheck:
+        leaders: set[int] = set()
+        unknown: set[str] = set()
+        next_ready_ms = INFINITE_MS
+        with self._lock:
+            for tp, queue in self._queues.items():
+                if not queue or tp in self._muted:
+                    continue
+                leader = metadata.leader_of(tp)
+                if leader < 0:
+                    unknown.add(tp.topic)
+                    continue
+                if leader in leaders or leader in busy_leaders:
+                    continue
+                wait_ms = self._wait_ms(tp, queue, now_ms)
+                if wait_ms <= 0:
+                    leaders.add(leader)
+                else:
+                    next_ready_ms = min(next_ready_ms, wait_ms)
+        return ReadyCheck(frozenset(leaders), next_ready_ms, frozenset(unknown))
+
+    def _wait_ms(self, tp: TopicPartition, queue: deque[ProducerBatch], now_ms: float) -> float:
+        """How long the head batch of `tp` must still wait; 0 or less means send it now."""
+        batch = queue[0]
+        if batch.attempts:
+            # A retry waits for every other batch of its partition to come back, then its backoff.
+            return INFINITE_MS if self._in_flight.get(tp) else batch.retry_at_ms - now_ms
+        if len(queue) > 1 or self._flushing or self._closing:
+            return 0
+        return batch.created_ms + self._linger_ms - now_ms
+
+    def drain(
+        self, metadata: ClusterMetadata, leaders: Collection[int], max_request_size: int, now_ms: float
+    ) -> dict[int, list[ProducerBatch]]:
+        """Take, for each of `leaders`, the head batch of each of its partitions, up to max_request_size.
+
+        Batches that are not full go too: a request is leaving anyway (as Kafka drains).
+        """
+        drained: dict[int, list[ProducerBatch]] = {}
+        request_bytes: dict[int, int] = {}
+        with self._lock:
+            partitions = list(self._queues)
+            if partitions:
+                self._drain_start = (self._drain_start + 1) % len(partitions)
+                partitions = partitions[self._drain_start:] + partitions[: self._drain_start]
+            for tp in partitions:
+                queue = self._queues[tp]
+                if not queue or tp in self._muted:
+                    continue
+                leader = metadata.leader_of(tp)
+                if leader not in leaders:
+                    continue
+                batch = queue[0]
+                if batch.attempts and (self._in_flight.get(tp) or batch.retry_at_ms > now_ms):
+                    continue
+                size = request_bytes.get(leader, 0)
+                if size and size + batch.size_bytes > max_request_size:
+                    continue
+                queue.popleft()
+                batch.closed = True
+                if batch.attempts:
+                    self._muted[tp] = batch
+                batch.attempts += 1
+                self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
+                drained.setdefault(leader, []).append(batch)
+                request_bytes[leader] = size + batch.size_bytes
+        return drained
+
+    def complete(self, batch: ProducerBatch) -> None:
+        """The batch is done (written, or failed for good): free its place. Its result is set by the caller."""
+        with self._lock:
+            self._settle_in_flight(batch)
+            self._release(batch)
+
+    def requeue(self, batch: ProducerBatch, retry_at_ms: float) -> None:
+        """Put a batch back for a retry, ahead of every batch of its partition opened after it."""
+        with self._lock:
+            self._settle_in_flight(batch)
+            batch.retry_at_ms = retry_at_ms
+            queue = self._queues.setdefault(batch.tp, deque())
+            index = 0
+            while index < len(queue) and queue[index].sequence < batch.sequence:
+                index += 1
+            queue.insert(index, batch)
+
+    def expire(self, now_ms: float, delivery_timeout_ms: float) -> list[ProducerBatch]:
+        """Remove queued (not in-flight) batches opened delivery_timeout_ms ago or earlier."""
+        expired: list[ProducerBatch] = []
+        with self._lock:
+            for queue in self._queues.values():
+                kept = [b for b in queue if now_ms - b.created_ms < delivery_timeout_ms]
+                if len(kept) != len(queue):
+                    expired += [b for b in queue if now_ms - b.created_ms >= delivery_timeout_ms]
+                    queue.clear()
+                    queue.extend(kept)
+            for batch in expired:
+                self._release(batch)
+        return expired
+
+    def abort_queued(self) -> list[ProducerBatch]:
+        """Remove every batch not in flight (close() gave up); the caller fails them."""
+        with self._lock:
+            aborted = [batch for queue in self._queues.values() for batch in queue]
+            for queue in self._queues.values():
+                queue.clear()
+            for batch in aborted:
+                self._release(batch)
+        return aborted
+
+    def closing_done(self) -> bool:
+        """close() was called and every batch is done: the sender may stop."""
+        with self._lock:
+            return self._closing and not self._incomplete
+
+    def _settle_in_flight(self, batch: ProducerBatch) -> None:
+        count = self._in_flight.get(batch.tp, 0) - 1
+        if count > 0:
+            self._in_flight[batch.tp] = count
+        else:
+            self._in_flight.pop(batch.tp, None)
+        if self._muted.get(batch.tp) is batch:
+            del self._muted[batch.tp]
+
+    def _release(self, batch: ProducerBatch) -> None:
+        if batch in self._incomplete:
+            self._incomplete.discard(batch)
+            self._buffered_bytes -= batch.size_bytes
+            self._space.notify_all()
+

@@ -1,0 +1,114 @@
+"""The client's network side: one asyncio loop on a daemon thread, and one gRPC channel per address.
+
+The public API is synchronous, as Kafka's Java client is; the work happens on
+the loop, and results come back through concurrent.futures.Future.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import grpc
+
+from replog.api.broker.v1 import broker_pb2_grpc
+from replog.api.controller.v1 import controller_pb2_grpc
+from replog.api.metadata.v1 import metadata_pb2_grpc
+from replog.client.errors import ClientError, ClientTimeoutError
+
+T = TypeVar("T")
+
+# Fetch responses and produce requests hold several MB; the broker's own limit
+# (socket.request.max.bytes) is what bounds them.
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", -1),
+    ("grpc.max_receive_message_length", -1),
+]
+
+
+def parse_bootstrap(bootstrap: str | list[str] | tuple[str, ...]) -> list[str]:
+    """Split "host:port[,host:port...]" (or a list of them) into addresses."""
+    items = bootstrap.split(",") if isinstance(bootstrap, str) else list(bootstrap)
+    addresses = [item.strip() for item in items if item.strip()]
+    if not addresses:
+        raise ClientError("no bootstrap address given; pass HOST:PORT of a metadata service")
+    for address in addresses:
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ClientError(f"bootstrap address {address!r} is not HOST:PORT")
+    return addresses
+
+
+class IoThread:
+    """An asyncio loop running on its own daemon thread until `stop()`."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout_s: float | None = None, what: str = "the request") -> T:
+        """Run a coroutine on the loop and wait for its result (its exception is raised here)."""
+        future = self.submit(coroutine)
+        try:
+            return future.result(timeout_s)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise ClientTimeoutError(f"{what} did not finish within {timeout_s:g} s") from None
+
+    def call_soon(self, callback: Any, *args: Any) -> None:
+        self.loop.call_soon_threadsafe(callback, *args)
+
+    @property
+    def is_current(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def stop(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
+class Channels:
+    """One grpc.aio channel per address, reused by every request to it. Used only on the loop."""
+
+    def __init__(self) -> None:
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._stubs: dict[tuple[str, type], Any] = {}
+
+    def _stub(self, address: str, stub_type: type) -> Any:
+        stub = self._stubs.get((address, stub_type))
+        if stub is None:
+            channel = self._channels.get(address)
+            if channel is None:
+                channel = self._channels[address] = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            stub = self._stubs[(address, stub_type)] = stub_type(channel)
+        return stub
+
+    def broker(self, address: str) -> broker_pb2_grpc.BrokerServiceStub:
+        return self._stub(address, broker_pb2_grpc.BrokerServiceStub)
+
+    def metadata(self, address: str) -> metadata_pb2_grpc.MetadataServiceStub:
+        return self._stub(address, metadata_pb2_grpc.MetadataServiceStub)
+
+    def controller(self, address: str) -> controller_pb2_grpc.ControllerServiceStub:
+        return self._stub(address, controller_pb2_grpc.ControllerServiceStub)
+
+    async def close(self) -> None:
+        channels = list(self._channels.values())
+        self._channels.clear()
+        self._stubs.clear()
+        for channel in channels:
+            await channel.close()

@@ -1,0 +1,224 @@
+"""Records gather into batches by batch_size and linger_ms; batches leave per leader, in order."""
+
+import threading
+
+import pytest
+
+from replog.client.accumulator import BATCH_OVERHEAD_BYTES, RecordAccumulator, record_size_bytes
+from replog.client.errors import ClientTimeoutError, ProducerClosedError
+from replog.client.types import TopicPartition
+from replog.protocol import encode_batch
+from tests.client.helpers import metadata
+
+T0 = TopicPartition("t", 0)
+T1 = TopicPartition("t", 1)
+T2 = TopicPartition("t", 2)
+CLUSTER = metadata({"t": [(1, 0), (1, 0), (2, 0)]})  # partitions 0 and 1 on broker 1, 2 on broker 2
+MiB = 1 << 20
+
+
+def accumulator(batch_size=1000, linger_ms=5, buffer_memory=MiB):
+    return RecordAccumulator(batch_size=batch_size, linger_ms=linger_ms, buffer_memory=buffer_memory)
+
+
+def add(acc, tp, value=b"v" * 50, now_ms=0.0, **kwargs):
+    return acc.append(tp, (None, value), record_size_bytes(None, value), now_ms, **kwargs)
+
+
+@pytest.mark.parametrize("key,value,headers", [
+    (None, b"", ()),
+    (None, b"x" * 100, ()),
+    (b"k" * 63, b"x" * 8191, ()),
+    (b"k" * 64, b"x" * 8192, ()),
+    (None, None, ()),
+    (b"key", b"x" * 70_000, (("h", b"1"), ("hh", None))),
+])
+def test_record_size_is_never_below_the_encoded_size_and_close_to_it(key, value, headers):
+    estimated = record_size_bytes(key, value, headers)
+    rows = [(key, value, headers)] * 1000
+    encoded = len(encode_batch(rows)) - BATCH_OVERHEAD_BYTES
+    per_record = encoded / 1000
+    assert per_record <= estimated <= per_record + 2
+
+
+def test_records_share_a_batch_until_batch_size_would_be_passed():
+    acc = accumulator(batch_size=BATCH_OVERHEAD_BYTES + 3 * record_size_bytes(None, b"v" * 50))
+    results = [add(acc, T0) for _ in range(4)]
+    batches = [r[0] for r in results]
+    assert batches[0] is batches[1] is batches[2]
+    assert batches[3] is not batches[0]
+    assert [r[1] for r in results] == [0, 1, 2, 0]  # index of the record within its batch
+    assert [r[2] for r in results] == [True, False, False, True]  # a new batch was opened
+
+
+def test_an_encoded_full_batch_fits_in_batch_size():
+    acc = accumulator(batch_size=16_384)
+    first = add(acc, T0, b"x" * 100)[0]
+    while add(acc, T0, b"x" * 100)[0] is first:
+        pass
+    assert 16_384 - 120 < len(first.encode(0, 0)) <= 16_384
+
+
+def test_a_record_larger_than_batch_size_gets_a_batch_of_its_own():
+    acc = accumulator(batch_size=200)
+    big, _, opened = add(acc, T0, b"x" * 500)
+    assert opened and big.rows == [(None, b"x" * 500)]
+    assert add(acc, T0)[0] is not big
+
+
+def test_a_batch_is_ready_when_full_or_after_linger_ms():
+    acc = accumulator(batch_size=BATCH_OVERHEAD_BYTES + record_size_bytes(None, b"v" * 50), linger_ms=5)
+    add(acc, T2, now_ms=100.0)
+    check = acc.ready(CLUSTER, 102.0)
+    assert check.leaders == frozenset() and check.next_ready_ms == pytest.approx(3.0)
+    assert acc.ready(CLUSTER, 105.0).leaders == {2}
+    add(acc, T0, now_ms=102.0)
+    add(acc, T0, now_ms=102.0)  # does not fit: the first batch of T0 is full
+    assert acc.ready(CLUSTER, 102.0).leaders == {1}
+
+
+def test_flush_makes_every_batch_ready_at_once():
+    acc = accumulator(linger_ms=10_000)
+    add(acc, T0)
+    assert acc.ready(CLUSTER, 0.0).leaders == frozenset()
+    acc.begin_flush()
+    assert acc.ready(CLUSTER, 0.0).leaders == {1}
+    acc.end_flush()
+
+
+def test_partitions_without_a_known_leader_are_reported_for_a_metadata_refresh():
+    acc = accumulator()
+    add(acc, TopicPartition("other", 0))
+    assert acc.ready(CLUSTER, 10.0).unknown_leader_topics == {"other"}
+
+
+def test_drain_takes_one_batch_per_partition_of_each_ready_leader_even_if_not_full():
+    acc = accumulator(linger_ms=5)
+    add(acc, T0, now_ms=0.0)
+    add(acc, T1, now_ms=4.0)  # still lingering, but broker 1 gets a request anyway
+    add(acc, T2, now_ms=4.0)
+    drained = acc.drain(CLUSTER, {1}, max_request_size=MiB, now_ms=5.0)
+    assert {b.tp for b in drained[1]} == {T0, T1}
+    assert 2 not in drained
+    assert all(b.closed and b.attempts == 1 for b in drained[1])
+    assert add(acc, T0, now_ms=6.0)[2], "a drained batch takes no more records"
+
+
+def test_drain_keeps_a_request_within_max_request_size():
+    acc = accumulator(batch_size=MiB)
+    add(acc, T0, b"x" * 600)
+    add(acc, T1, b"x" * 600)
+    drained = acc.drain(CLUSTER, {1}, max_request_size=1000, now_ms=10.0)
+    assert len(drained[1]) == 1
+    assert len(acc.drain(CLUSTER, {1}, max_request_size=1000, now_ms=10.0)[1]) == 1
+
+
+def test_drain_rotates_which_partition_goes_first():
+    acc = accumulator(batch_size=MiB)
+    firsts = set()
+    for _ in range(4):
+        add(acc, T0, b"x" * 600)
+        add(acc, T1, b"x" * 600)
+        batches = acc.drain(CLUSTER, {1}, max_request_size=1000, now_ms=10.0)[1]
+        firsts.add(batches[0].tp)
+        for batch in batches:
+            acc.complete(batch)
+        acc.abort_queued()
+    assert firsts == {T0, T1}
+
+
+def test_a_busy_leader_is_not_ready():
+    acc = accumulator()
+    add(acc, T0)
+    assert acc.ready(CLUSTER, 10.0, busy_leaders=[1]).leaders == frozenset()
+
+
+def test_a_retried_batch_goes_back_in_front_of_later_batches_of_its_partition():
+    acc = accumulator(batch_size=BATCH_OVERHEAD_BYTES + record_size_bytes(None, b"v" * 50))
+    first = add(acc, T0, now_ms=0.0)[0]
+    second = add(acc, T0, now_ms=0.0)[0]
+    [sent] = acc.drain(CLUSTER, {1}, MiB, now_ms=10.0)[1]
+    assert sent is first
+    acc.requeue(first, retry_at_ms=110.0)
+    assert acc.ready(CLUSTER, 50.0).leaders == frozenset(), "the retry waits out its backoff"
+    assert acc.drain(CLUSTER, {1}, MiB, now_ms=50.0) == {}, "and the later batch does not overtake it"
+    assert acc.drain(CLUSTER, {1}, MiB, now_ms=110.0)[1] == [first]
+    assert first.attempts == 2
+
+
+def test_a_retry_waits_for_the_partitions_other_batches_in_flight():
+    acc = accumulator(batch_size=BATCH_OVERHEAD_BYTES + record_size_bytes(None, b"v" * 50))
+    first = add(acc, T0)[0]
+    second = add(acc, T0)[0]
+    third = add(acc, T0)[0]
+    assert acc.drain(CLUSTER, {1}, MiB, 10.0)[1] == [first]
+    assert acc.drain(CLUSTER, {1}, MiB, 10.0)[1] == [second]
+    acc.requeue(first, retry_at_ms=0.0)  # failed while `second` is still in flight
+    assert acc.drain(CLUSTER, {1}, MiB, 20.0) == {}
+    acc.requeue(second, retry_at_ms=0.0)  # failed too: both go back in their order
+    assert acc.drain(CLUSTER, {1}, MiB, 20.0)[1] == [first]
+    # While the retry is in flight the partition sends nothing else.
+    assert acc.ready(CLUSTER, 30.0).leaders == frozenset()
+    assert acc.drain(CLUSTER, {1}, MiB, 30.0) == {}
+    acc.complete(first)
+    assert acc.drain(CLUSTER, {1}, MiB, 40.0)[1] == [second]
+    acc.complete(second)
+    assert acc.drain(CLUSTER, {1}, MiB, 50.0)[1] == [third]
+
+
+def test_queued_batches_expire_after_delivery_timeout():
+    acc = accumulator(linger_ms=1_000_000)
+    old = add(acc, T0, now_ms=0.0)[0]
+    young = add(acc, T2, now_ms=500.0)[0]
+    assert acc.expire(now_ms=1000.0, delivery_timeout_ms=1000) == [old]
+    assert acc.expire(now_ms=1000.0, delivery_timeout_ms=1000) == []
+    assert acc.drain(CLUSTER, {1, 2}, MiB, 1000.0) == {2: [young]}
+
+
+def test_append_blocks_while_buffer_memory_is_full_and_gives_up_after_block_s():
+    size = record_size_bytes(None, b"v" * 50)
+    acc = accumulator(batch_size=MiB, buffer_memory=BATCH_OVERHEAD_BYTES + 2 * size)
+    batch = add(acc, T0)[0]
+    add(acc, T0)
+    with pytest.raises(ClientTimeoutError, match="buffer_memory"):
+        add(acc, T0, block_s=0.05)
+    acc.drain(CLUSTER, {1}, MiB, 10.0)
+    releaser = threading.Timer(0.05, acc.complete, [batch])
+    releaser.start()
+    assert add(acc, T0, block_s=5)[2], "room came back once the batch was done"
+    releaser.join()
+
+
+def test_after_close_appends_are_refused_and_everything_queued_is_ready():
+    acc = accumulator(linger_ms=1_000_000)
+    add(acc, T0)
+    acc.close()
+    with pytest.raises(ProducerClosedError):
+        add(acc, T0)
+    assert acc.ready(CLUSTER, 0.0).leaders == {1}
+    assert not acc.closing_done()
+    [batch] = acc.drain(CLUSTER, {1}, MiB, 0.0)[1]
+    acc.complete(batch)
+    assert acc.closing_done()
+
+
+def test_append_rows_fills_the_open_batch_then_stops_without_opening_one():
+    size = record_size_bytes(None, b"v" * 50)
+    acc = accumulator(batch_size=BATCH_OVERHEAD_BYTES + 3 * size)
+    rows = [(None, b"v" * 50)] * 5
+    sizes = [size] * 5
+    assert acc.append_rows(T0, rows, sizes, 0, 0.0, open_new=False) == (0, None, False)
+    end, batch, opened = acc.append_rows(T0, rows, sizes, 0, 0.0, open_new=True)
+    assert (end, opened, len(batch.rows)) == (3, True, 3)
+    assert acc.append_rows(T0, rows, sizes, 3, 0.0, open_new=False) == (3, None, False)
+    end, second, opened = acc.append_rows(T0, rows, sizes, 3, 0.0, open_new=True)
+    assert (end, opened, len(second.rows)) == (5, True, 2)
+
+
+def test_flush_returns_the_results_of_every_batch_not_yet_done():
+    acc = accumulator()
+    a = add(acc, T0)[0]
+    b = add(acc, T2)[0]
+    pending = acc.begin_flush()
+    assert set(pending) == {a.result, b.result}
+    acc.end_flush()
