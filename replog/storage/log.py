@@ -1,0 +1,531 @@
+"""PartitionLog: one partition's replica on disk, as a list of segments.
+
+    <log_dir>/<topic>-<partition>/00000000000000000000.log   (.index, .timeindex)
+                                  00000000000000004711.log   ...    <- active segment
+
+The log end offset (LEO) is the offset after the last batch of the active
+segment. The log start offset only grows: retention and DeleteRecords move it
+and drop whole segments below it. The recovery point is the offset below which
+everything is known to be on disk; after a crash, only segments from the one
+holding the recovery point onwards are checked again.
+
+All methods are synchronous and single-threaded: the broker's driver calls
+them from its loop. Expected failures (bad batches, offsets out of range) come
+back as ErrorCodes; OSError from the disk goes up as is.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from replog.core.errors import ErrorCode
+from replog.protocol import BatchHeader, decode_batch, read_header, stamp_batches, validate_batches
+from replog.storage import cleaner, retention
+from replog.storage.batches import INT32_MAX, check_stored_batches
+from replog.storage.checkpoint import LeaderEpochCheckpointFile
+from replog.storage.config import LogConfig
+from replog.storage.files import (
+    CLEANED_SUFFIX,
+    LEADER_EPOCH_CHECKPOINT,
+    LOG_SUFFIX,
+    TEMP_SUFFIX,
+    fsync_directory,
+    parse_segment_name,
+)
+from replog.storage.segment import LogSegment, SegmentInfo
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """What an append did. On error nothing was appended and the offsets are -1."""
+
+    error: ErrorCode
+    reason: str = ""
+    first_offset: int = -1
+    last_offset: int = -1
+    max_timestamp: int = -1  # ms; the largest maxTimestamp of the appended batches
+    records_count: int = 0
+    size_bytes: int = 0
+    # (leader epoch, first offset) wherever the epoch changes among the appended
+    # batches, starting with the first batch: what the leader epoch cache takes.
+    epoch_starts: tuple[tuple[int, int], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReadResult:
+    error: ErrorCode
+    records: bytes  # whole batches; the first one holds the fetch offset
+    log_start_offset: int
+    log_end_offset: int
+
+
+class PartitionLog:
+    def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment], now_ms: int) -> None:
+        self.directory = directory
+        self.config = config  # may be replaced; takes effect from the next append, roll or cleanup
+        self._segments = segments
+        self._log_start_offset = segments[0].base_offset
+        self._recovery_point = segments[0].base_offset
+        self._unflushed_records = 0
+        self._last_flush_ms = now_ms
+        self._now_ms = now_ms  # the latest time a caller told us, for segments made without one
+
+    # -- opening and closing --------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        now_ms: int,
+    ) -> PartitionLog:
+        """Open (or create) the log in `directory`, recovering what lies at or past `recovery_point`.
+
+        `recovery_point` and `log_start_offset` are what the broker last
+        checkpointed for this partition (0 when it never did).
+        """
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        segments = _load_segments(path, config, recovery_point, now_ms)
+        if not segments:
+            segments = [LogSegment.create(path, log_start_offset, config, now_ms)]
+            fsync_directory(path)
+        log = cls(path, config, segments, now_ms)
+        log._log_start_offset = min(max(log_start_offset, segments[0].base_offset), log.log_end_offset)
+        log._recovery_point = min(max(recovery_point, segments[0].base_offset), log.log_end_offset)
+        # Recovered bytes may still sit only in the page cache of a process that died.
+        log.flush()
+        return log
+
+    def close(self, *, flush: bool = True) -> None:
+        """Close every segment; with `flush` (the normal case) everything is made durable first.
+
+        `flush=False` drops the log as a crashed process would: unflushed data
+        stays wherever the operating system has it, unwritten index entries are lost.
+        Closing a closed log does nothing.
+        """
+        if not self._segments:
+            return
+        if flush:
+            self._active.seal()
+            self.flush()
+        for segment in self._segments:
+            segment.close(flush=False)
+        self._segments = []
+
+    # -- state ----------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._active.next_offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size_bytes for segment in self._segments)
+
+    @property
+    def segments(self) -> tuple[SegmentInfo, ...]:
+        return tuple(segment.info for segment in self._segments)
+
+    @property
+    def leader_epoch_checkpoint(self) -> LeaderEpochCheckpointFile:
+        return LeaderEpochCheckpointFile(self.directory / LEADER_EPOCH_CHECKPOINT)
+
+    @property
+    def _active(self) -> LogSegment:
+        return self._segments[-1]
+
+    def _floor_index(self, offset: int) -> int:
+        """Index of the segment that would hold `offset`: the last one based at or below it."""
+        return max(bisect.bisect_right(self._segments, offset, key=lambda s: s.base_offset) - 1, 0)
+
+    # -- appending ------------------------------------------------------------------
+
+    def append_as_leader(self, batches: bytes | bytearray, leader_epoch: int, now_ms: int) -> AppendInfo:
+        """Validate a producer's batches, give them offsets from the LEO and our epoch, append them.
+
+        The offsets and epoch are written into the batch headers in place (a
+        bytearray is stamped as given; bytes are copied once); no record is re-encoded.
+        """
+        self._now_ms = now_ms
+        buf = batches if isinstance(batches, bytearray) else bytearray(batches)
+        checked = validate_batches(buf, max_message_bytes=self.config.max_message_bytes)
+        if not checked.ok:
+            return AppendInfo(checked.error, checked.reason)
+        if self.config.compacts:
+            problem = _keyless_record(buf, checked.headers)
+            if problem:
+                return AppendInfo(ErrorCode.INVALID_RECORD, problem)
+        first_offset = self.log_end_offset
+        stamp_batches(buf, first_offset, leader_epoch, checked.headers)
+        headers = [read_header(buf, header.position) for header in checked.headers]
+        return self._append(memoryview(buf), headers, ((leader_epoch, first_offset),), now_ms)
+
+    def append_as_follower(self, batches: bytes | bytearray | memoryview, *, now_ms: int | None = None) -> AppendInfo:
+        """Append batches fetched from the leader, keeping the leader's offsets and epochs.
+
+        Checks headers, sizes and CRCs (the leader checked the records). The
+        first batch must start at or after the LEO: after the leader compacted
+        its log there may be a gap, never an overlap. One exception, as in
+        Kafka: an empty log whose start lies inside the leader's first batch
+        (DeleteRecords moved the start there) restarts at that batch's base offset.
+        """
+        if now_ms is not None:
+            self._now_ms = now_ms
+        view = memoryview(batches)
+        checked = check_stored_batches(view)
+        if not checked.ok:
+            return AppendInfo(checked.error, checked.reason)
+        headers = checked.headers
+        first = headers[0]
+        if self.log_end_offset == self._log_start_offset and first.base_offset < self.log_end_offset <= first.last_offset:
+            self.truncate_fully_and_start_at(first.base_offset)
+        problem = _offsets_problem(headers, self.log_end_offset)
+        if problem:
+            return AppendInfo(ErrorCode.OFFSET_OUT_OF_RANGE, problem)
+        return self._append(view, headers, _epoch_starts(headers), now_ms)
+
+    def _append(
+        self,
+        view: memoryview,
+        headers: Sequence[BatchHeader],
+        epoch_starts: tuple[tuple[int, int], ...],
+        now_ms: int | None,
+    ) -> AppendInfo:
+        first = 0
+        while first < len(headers):
+            if self._should_roll(headers[first], now_ms):
+                self._roll(headers[first].base_offset)
+            end = self._batches_fitting_active(headers, first)
+            self._active.append(view[headers[first].position : headers[end - 1].end], headers[first:end])
+            first = end
+        records_count = sum(header.records_count for header in headers)
+        self._unflushed_records += records_count
+        if self._unflushed_records >= self.config.flush_messages:
+            self.flush()
+            self._last_flush_ms = self._now_ms
+        elif now_ms is not None:
+            self.maybe_flush(now_ms)
+        return AppendInfo(
+            ErrorCode.NONE,
+            first_offset=headers[0].base_offset,
+            last_offset=headers[-1].last_offset,
+            max_timestamp=max(header.max_timestamp for header in headers),
+            records_count=records_count,
+            size_bytes=len(view),
+            epoch_starts=epoch_starts,
+        )
+
+    def _should_roll(self, header: BatchHeader, now_ms: int | None) -> bool:
+        """Kafka's roll rules: size, index space, relative-offset range, and segment.ms."""
+        active = self._active
+        if header.last_offset - active.base_offset > INT32_MAX:
+            return True
+        if active.is_empty:
+            return False
+        if active.size_bytes + header.size > self.config.segment_bytes or active.index_is_full:
+            return True
+        # As Kafka: age counts from the first batch's timestamp when batches carry them.
+        if active.first_batch_timestamp_ms >= 0 and header.max_timestamp >= 0:
+            waited_ms = header.max_timestamp - active.first_batch_timestamp_ms
+        else:
+            waited_ms = (self._now_ms if now_ms is None else now_ms) - active.created_ms
+        return waited_ms > self.config.segment_ms
+
+    def _batches_fitting_active(self, headers: Sequence[BatchHeader], first: int) -> int:
+        """End (exclusive) of the run of batches from `first` that the active segment takes.
+
+        The first always goes in (the segment was rolled for it if needed); an
+        append larger than segment.bytes spreads over segments at batch boundaries.
+        """
+        active = self._active
+        size = active.size_bytes + headers[first].size
+        end = first + 1
+        while end < len(headers):
+            header = headers[end]
+            if size + header.size > self.config.segment_bytes or header.last_offset - active.base_offset > INT32_MAX:
+                break
+            size += header.size
+            end += 1
+        return end
+
+    def _roll(self, base_offset: int) -> None:
+        """Close the active segment and start one at `base_offset`.
+
+        As Kafka does at every roll, the closed segment is flushed and the
+        recovery point moves past it, so recovery never rescans closed segments.
+        """
+        previous = self._active
+        previous.seal()
+        self.flush()
+        self._segments.append(LogSegment.create(self.directory, base_offset, self.config, self._now_ms))
+        fsync_directory(self.directory)
+
+    # -- flushing -------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync every segment that may hold data past the recovery point; move it to the LEO."""
+        for segment in self._segments[self._floor_index(self._recovery_point) :]:
+            segment.flush()
+        self._recovery_point = self.log_end_offset
+        self._unflushed_records = 0
+
+    def maybe_flush(self, now_ms: int) -> bool:
+        """Flush when records have waited flush.ms; the driver calls this on its ticks."""
+        self._now_ms = now_ms
+        if self._unflushed_records == 0 or now_ms - self._last_flush_ms < self.config.flush_ms:
+            return False
+        self.flush()
+        self._last_flush_ms = now_ms
+        return True
+
+    # -- reading --------------------------------------------------------------------
+
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> ReadResult:
+        """Whole batches from the one holding `fetch_offset`, up to `max_bytes` in total.
+
+        Batches starting at or after `max_offset` (the HW, for consumers) are
+        left out. With `min_one_batch` the first batch is returned whole even
+        when it alone exceeds `max_bytes` (KIP-74), so a fetch always makes
+        progress. Reading continues into the following segments while bytes remain.
+        """
+        if not self._log_start_offset <= fetch_offset <= self.log_end_offset:
+            return self._read_result(ErrorCode.OFFSET_OUT_OF_RANGE, b"")
+        pieces: list[bytes] = []
+        remaining = max_bytes
+        for segment in self._segments[self._floor_index(fetch_offset) :]:
+            piece = segment.read(fetch_offset, remaining, max_offset, min_one_batch and not pieces)
+            if piece.records:
+                pieces.append(piece.records)
+                remaining -= len(piece.records)
+            if not piece.reached_end or remaining <= 0:
+                break
+        records = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        return self._read_result(ErrorCode.NONE, records)
+
+    def _read_result(self, error: ErrorCode, records: bytes) -> ReadResult:
+        return ReadResult(error, records, self._log_start_offset, self.log_end_offset)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after the log start whose timestamp is
+        at least `timestamp_ms`, as ListOffsets answers; None when there is no such record."""
+        for segment in self._segments:
+            if segment.max_timestamp_ms < timestamp_ms or segment.next_offset <= self._log_start_offset:
+                continue
+            found = _first_record_at_or_after(segment, timestamp_ms, self._log_start_offset)
+            if found is not None:
+                return found
+        return None
+
+    # -- truncating and deleting ----------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch holding `offset` or later (a follower after a leader change).
+
+        Whole batches go: the new LEO is `offset`, or the base offset of a
+        batch that straddled it. Returns False when there was nothing at or
+        past `offset`. Below the log start the log is emptied and restarts at
+        `offset`; when the batch that went held the log start, it restarts
+        empty at the log start.
+        """
+        if offset >= self.log_end_offset:
+            return False
+        if offset < self._log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        while len(self._segments) > 1 and self._active.base_offset > offset:
+            self._segments.pop().delete()
+        self._active.truncate_to(offset)
+        if self.log_end_offset < self._log_start_offset:
+            self.truncate_fully_and_start_at(self._log_start_offset)
+            return True
+        # A truncation that came back after a crash would resurrect divergent records.
+        self._active.flush()
+        fsync_directory(self.directory)
+        self._recovery_point = min(self._recovery_point, self.log_end_offset)
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every segment and start an empty log at `offset` (log start = LEO = `offset`)."""
+        while self._segments:
+            self._segments.pop().delete()
+        self._segments.append(LogSegment.create(self.directory, offset, self.config, self._now_ms))
+        fsync_directory(self.directory)
+        self._log_start_offset = offset
+        self._recovery_point = offset
+        self._unflushed_records = 0
+
+    def delete_records_before(self, offset: int) -> ErrorCode:
+        """Move the log start offset up to `offset` (DeleteRecords) and drop segments wholly below it.
+
+        The broker bounds `offset` by the HW; here it may not pass the LEO.
+        """
+        if offset > self.log_end_offset:
+            return ErrorCode.OFFSET_OUT_OF_RANGE
+        self._log_start_offset = max(self._log_start_offset, offset)
+        self._delete_closed_segments(retention.below_log_start(self._log_start_offset))
+        return ErrorCode.NONE
+
+    def apply_retention(self, now_ms: int, *, high_watermark: int | None = None) -> int:
+        """Delete whole closed segments past retention.ms or beyond retention.bytes; return how many.
+
+        Only for cleanup.policy with "delete". With `high_watermark`, only
+        segments wholly below it go, so no unreplicated record is deleted.
+        """
+        self._now_ms = now_ms
+        if not self.config.deletes:
+            return 0
+        deleted = 0
+        if self.config.retention_ms >= 0:
+            deleted += self._delete_closed_segments(retention.older_than(self.config.retention_ms, now_ms), high_watermark)
+        if self.config.retention_bytes >= 0:
+            excess_bytes = self.size_bytes - self.config.retention_bytes
+            deleted += self._delete_closed_segments(retention.beyond_size(excess_bytes), high_watermark)
+        return deleted
+
+    def _delete_closed_segments(self, rule: retention.Rule, high_watermark: int | None = None) -> int:
+        """Delete closed segments from the oldest while `rule` holds; move the log start past them."""
+        deleted = 0
+        while len(self._segments) > 1:
+            segment, successor = self._segments[0], self._segments[1]
+            if high_watermark is not None and successor.base_offset > high_watermark:
+                break
+            if not rule(segment, successor):
+                break
+            self._segments.pop(0).delete()
+            deleted += 1
+        if deleted:
+            self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+            self._recovery_point = max(self._recovery_point, self._segments[0].base_offset)
+        return deleted
+
+    # -- compaction -----------------------------------------------------------------
+
+    def compact(self, now_ms: int, *, up_to_offset: int) -> cleaner.CleanerStats:
+        """Keep only the latest record of each key in closed segments wholly below `up_to_offset`.
+
+        Only for cleanup.policy with "compact"; the broker passes its HW.
+        See `cleaner` for what is kept.
+        """
+        self._now_ms = now_ms
+        if not self.config.compacts:
+            return cleaner.CleanerStats()
+        cleanable = [
+            index
+            for index, segment in enumerate(self._segments[:-1])
+            if self._segments[index + 1].base_offset <= up_to_offset
+        ]
+        segments = [self._segments[index] for index in cleanable]
+        rewritten, stats = cleaner.clean(segments, self.config, now_ms)
+        for index, segment in zip(cleanable, rewritten):
+            self._segments[index] = segment
+        return stats
+
+
+def _load_segments(directory: Path, config: LogConfig, recovery_point: int, now_ms: int) -> list[LogSegment]:
+    """Open the segments in `directory` in offset order, recovering those at or past the recovery point.
+
+    After a segment that recovery had to cut, later segments cannot be trusted
+    and are deleted, as are segments whose offsets overlap their predecessor's.
+    """
+    bases = _segment_base_offsets(directory)
+    segments: list[LogSegment] = []
+    for number, base_offset in enumerate(bases):
+        if segments and base_offset < segments[-1].next_offset:
+            _delete_segment_files(directory, bases[number:])
+            break
+        is_last = number == len(bases) - 1
+        recover = is_last or bases[number + 1] > recovery_point
+        segment, cut_bytes = LogSegment.open(directory, base_offset, config, now_ms, recover=recover)
+        segments.append(segment)
+        if cut_bytes:
+            _delete_segment_files(directory, bases[number + 1 :])
+            break
+    return segments
+
+
+def _segment_base_offsets(directory: Path) -> list[int]:
+    """Base offsets of the `.log` files; leftovers of interrupted work are removed on the way."""
+    names = [entry.name for entry in os.scandir(directory) if entry.is_file()]
+    bases = set()
+    for name in names:
+        parsed = parse_segment_name(name)
+        if parsed is not None and parsed[1] == LOG_SUFFIX:
+            bases.add(parsed[0])
+    for name in names:
+        parsed = parse_segment_name(name)
+        leftover = name.endswith((CLEANED_SUFFIX, TEMP_SUFFIX))
+        orphan = parsed is not None and parsed[0] not in bases
+        if leftover or orphan:
+            (directory / name).unlink()
+    return sorted(bases)
+
+
+def _delete_segment_files(directory: Path, bases: Sequence[int]) -> None:
+    for name in [entry.name for entry in os.scandir(directory)]:
+        parsed = parse_segment_name(name)
+        if parsed is not None and parsed[0] in bases:
+            (directory / name).unlink()
+
+
+def _offsets_problem(headers: Sequence[BatchHeader], log_end_offset: int) -> str:
+    if headers[0].base_offset < log_end_offset:
+        return f"the first batch starts at offset {headers[0].base_offset}, below the log end offset {log_end_offset}"
+    for previous, header in zip(headers, headers[1:]):
+        if header.base_offset <= previous.last_offset:
+            return f"a batch at offset {header.base_offset} does not follow the batch ending at {previous.last_offset}"
+    return ""
+
+
+def _epoch_starts(headers: Sequence[BatchHeader]) -> tuple[tuple[int, int], ...]:
+    starts: list[tuple[int, int]] = []
+    for header in headers:
+        if not starts or starts[-1][0] != header.partition_leader_epoch:
+            starts.append((header.partition_leader_epoch, header.base_offset))
+    return tuple(starts)
+
+
+def _keyless_record(buf: bytearray, headers: Sequence[BatchHeader]) -> str:
+    """Kafka refuses records without a key on compacted topics: the cleaner could not keep them."""
+    for header in headers:
+        if header.is_control:
+            continue
+        for record in decode_batch(buf, header.position).records:
+            if record.key is None:
+                return f"a compacted topic cannot take a record without a key (batch at byte {header.position})"
+    return ""
+
+
+def _first_record_at_or_after(segment: LogSegment, timestamp_ms: int, log_start_offset: int) -> tuple[int, int] | None:
+    below = segment.time_index.offset_before(timestamp_ms)
+    start = 0 if below is None else segment.offset_index.lookup(below)
+    for position, header in segment.batches_from(start):
+        if header.max_timestamp < timestamp_ms or header.last_offset < log_start_offset:
+            continue
+        batch = decode_batch(segment.read_batch(position, header.size))
+        for record in batch.records:
+            if record.timestamp >= timestamp_ms and record.offset >= log_start_offset:
+                return record.offset, record.timestamp
+    return None
