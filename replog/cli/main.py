@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
-from replog.cli import dev
+from replog.cli import bench, consume, dev, produce, topics
+from replog.cli.bootstrap import user_message
+from replog.client.errors import ClientError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -16,6 +19,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     dev.add_commands(commands)
+    topics.add_commands(commands)
+    produce.add_commands(commands)
+    consume.add_commands(commands)
+    bench.add_commands(commands)
     return parser
 
 
@@ -27,8 +34,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except dev.USER_ERRORS as error:
         print(f"replog: {error}", file=sys.stderr)
         return 1
+    except ClientError as error:
+        print(f"replog: {user_message(error)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`replog consume t | head`): stop quietly, as other tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -11,7 +11,13 @@ import grpc
 
 from replog.api.controller.v1 import controller_pb2
 from replog.client.cluster import ClusterMetadata
-from replog.client.errors import AdminError, ClusterUnreachableError, UnknownTopicError, error_code_of
+from replog.client.errors import (
+    AdminError,
+    ClusterUnreachableError,
+    ServerUnsupportedError,
+    UnknownTopicError,
+    error_code_of,
+)
 from replog.client.io import Channels, IoThread, parse_bootstrap
 from replog.client.metadata import MetadataManager
 from replog.client.retry import error_code_for_status
@@ -155,6 +161,9 @@ class Admin:
                 try:
                     response = await call(self._channels.controller(address))
                 except grpc.aio.AioRpcError as error:
+                    if error.code() is grpc.StatusCode.UNIMPLEMENTED:
+                        raise ServerUnsupportedError(f"the controller at {address} does not implement this "
+                                                     f"request yet: {error.details()}") from None
                     code = error_code_for_status(error.code())
                     if not code.retriable:
                         raise AdminError(f"the controller at {address} answered {error.code().name}: "

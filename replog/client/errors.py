@@ -22,6 +22,10 @@ class ClusterUnreachableError(ClientError):
     """No bootstrap address (or no broker, or no controller) answered in time."""
 
 
+class ServerUnsupportedError(ClientError):
+    """The server does not implement the RPC (gRPC UNIMPLEMENTED)."""
+
+
 class ClientTimeoutError(ClientError):
     """An operation did not finish within its timeout (Kafka's TimeoutException)."""
 

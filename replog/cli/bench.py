@@ -1,0 +1,219 @@
+"""`replog bench produce|consume|e2e`: throughput and end-to-end latency on a topic of its own.
+
+e2e latency is timed from each record's *scheduled* send time at the fixed
+--rate, not from when send() got to it: a producer that falls behind adds its
+delay to the figures instead of hiding it (no coordinated omission).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import struct
+import threading
+import time
+from typing import Any
+
+from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.client import Admin, ClientError, Consumer, NewTopic, Producer, TopicPartition
+
+MiB = 1 << 20
+CHUNK_RECORDS = 10_000  # records per send_many call when no --rate paces them
+E2E_SEND_TICK_S = 0.001
+SCHEDULE = struct.Struct(">q")  # the scheduled send time in a record's first 8 bytes (perf_counter ns)
+DEFAULTS = {"produce": (1_000_000, None), "consume": (1_000_000, None), "e2e": (100_000, 10_000.0)}
+
+
+def add_commands(commands: Any) -> None:
+    parser = commands.add_parser("bench", help="measure throughput and latency",
+                                 description="Measure produce or consume throughput, or end-to-end latency, "
+                                 "on a new topic.")
+    parser.add_argument("kind", choices=["produce", "consume", "e2e"])
+    parser.add_argument("--record-size", type=int, default=100, metavar="B", help="value size in bytes (default 100)")
+    parser.add_argument("--records", type=int, metavar="N",
+                        help="records to send (default 1,000,000; e2e: 100,000)")
+    parser.add_argument("--acks", choices=["0", "1", "all", "-1"], default="all", help="(default all)")
+    parser.add_argument("--partitions", type=int, default=3, help="partitions of the new topic (default 3)")
+    parser.add_argument("--replication-factor", type=int,
+                        help="replicas per partition (default: 3, or fewer when fewer brokers are alive)")
+    parser.add_argument("--rate", type=float, metavar="R",
+                        help="records per second, on a fixed schedule (default: as fast as possible; "
+                        "e2e: 10,000)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_cluster_arguments(parser)
+    parser.set_defaults(handler=_bench)
+
+
+def check_args(args: argparse.Namespace) -> None:
+    default_records, default_rate = DEFAULTS[args.kind]
+    args.records = default_records if args.records is None else args.records
+    args.rate = default_rate if args.rate is None else args.rate
+    if args.records < 1 or args.partitions < 1 or args.record_size < 0:
+        raise ClientError("--records and --partitions must be at least 1, --record-size at least 0")
+    if args.kind == "e2e" and args.record_size < SCHEDULE.size:
+        raise ClientError(f"e2e needs --record-size of at least {SCHEDULE.size} (the send time travels in it)")
+    if args.rate is not None and args.rate <= 0:
+        raise ClientError("--rate must be positive")
+    if args.replication_factor is not None and args.replication_factor < 1:
+        raise ClientError("--replication-factor must be at least 1")
+
+
+def _bench(args: argparse.Namespace) -> int:
+    check_args(args)
+    bootstrap = bootstrap_address(args)
+    topic = create_topic(bootstrap, args)
+    if args.kind == "produce":
+        result = bench_produce(bootstrap, topic, args)
+    elif args.kind == "consume":
+        result = bench_consume(bootstrap, topic, args)
+    else:
+        result = bench_e2e(bootstrap, topic, args)
+    result.update(kind=args.kind, topic=topic, records=args.records, record_size=args.record_size,
+                  acks=args.acks, partitions=args.partitions, replication_factor=args.replication_factor)
+    print(json.dumps(result) if args.json else summary(result))
+    return 0
+
+
+def create_topic(bootstrap: str, args: argparse.Namespace) -> str:
+    topic = f"bench-{args.kind}-{int(time.time())}-{os.getpid()}"
+    with Admin(bootstrap) as admin:
+        if args.replication_factor is None:
+            args.replication_factor = max(1, min(3, len(admin.cluster().brokers)))
+        admin.create_topics([NewTopic(topic, args.partitions, args.replication_factor)])
+    return topic
+
+
+def rates(records: int, record_size: int, elapsed_s: float) -> dict[str, float]:
+    elapsed_s = max(elapsed_s, 1e-9)
+    return {"records_per_s": round(records / elapsed_s, 1),
+            "mb_per_s": round(records * record_size / elapsed_s / MiB, 2),
+            "elapsed_s": round(elapsed_s, 3)}
+
+
+def percentiles_ms(latencies_ns: list[int]) -> dict[str, float]:
+    """p50, p99, p99.9 and max of the latencies: the smallest value with that share at or below it."""
+    ordered = sorted(latencies_ns)
+
+    def at(share: float) -> float:
+        index = min(len(ordered) - 1, max(0, math.ceil(share * len(ordered)) - 1))
+        return round(ordered[index] / 1e6, 3)
+
+    return {"p50_ms": at(0.50), "p99_ms": at(0.99), "p999_ms": at(0.999), "max_ms": at(1.0)}
+
+
+def paced_counts(total: int, rate: float | None, started_s: float, now_s: float, sent: int) -> int:
+    """How many more records are due at now_s: all of them without a rate, else those scheduled by then."""
+    if rate is None:
+        return min(CHUNK_RECORDS, total - sent)
+    due = min(total, int((now_s - started_s) * rate) + 1)
+    return max(0, due - sent)
+
+
+def bench_produce(bootstrap: str, topic: str, args: argparse.Namespace) -> dict[str, Any]:
+    value = os.urandom(args.record_size)
+    with Producer(bootstrap, acks=args.acks) as producer:
+        producer.partitions_for(topic)
+        started = time.perf_counter()
+        results = []
+        sent = 0
+        while sent < args.records:
+            count = paced_counts(args.records, args.rate, started, time.perf_counter(), sent)
+            if count == 0:
+                time.sleep(min(E2E_SEND_TICK_S, 1 / args.rate))
+                continue
+            results.append(producer.send_many(topic, [value] * count))
+            sent += count
+        producer.flush()
+        elapsed = time.perf_counter() - started
+    _raise_first_failure(results)
+    return rates(args.records, args.record_size, elapsed)
+
+
+def bench_consume(bootstrap: str, topic: str, args: argparse.Namespace) -> dict[str, Any]:
+    value = os.urandom(args.record_size)
+    with Producer(bootstrap, acks=args.acks) as producer:
+        results = [producer.send_many(topic, [value] * min(CHUNK_RECORDS, args.records - start))
+                   for start in range(0, args.records, CHUNK_RECORDS)]
+        producer.flush()
+    _raise_first_failure(results)
+    with Consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=CHUNK_RECORDS) as consumer:
+        consumer.assign([TopicPartition(topic, p) for p in range(args.partitions)])
+        started = time.perf_counter()
+        received = 0
+        while received < args.records:
+            batch = consumer.poll(10_000)
+            if not batch:
+                raise ClientError(f"only {received} of {args.records} records came back within 10 s")
+            received += len(batch)
+        elapsed = time.perf_counter() - started
+    return rates(received, args.record_size, elapsed)
+
+
+def bench_e2e(bootstrap: str, topic: str, args: argparse.Namespace) -> dict[str, Any]:
+    padding = os.urandom(args.record_size - SCHEDULE.size)
+    latencies: list[int] = []
+    failures: list[BaseException] = []
+    with Consumer(bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=100) as consumer, \
+            Producer(bootstrap, acks=args.acks, linger_ms=0) as producer:
+        tps = [TopicPartition(topic, p) for p in range(args.partitions)]
+        consumer.assign(tps)
+        for tp in tps:
+            consumer.position(tp)
+        producer.partitions_for(topic)
+        started_ns = time.perf_counter_ns()
+        sender = threading.Thread(target=_send_on_schedule, name="bench-e2e-sender",
+                                  args=(producer, topic, args, started_ns, padding, failures), daemon=True)
+        sender.start()
+        idle_since = time.monotonic()
+        while len(latencies) < args.records and not failures:
+            records = consumer.poll(200)
+            now_ns = time.perf_counter_ns()
+            if records:
+                idle_since = time.monotonic()
+                latencies.extend(now_ns - SCHEDULE.unpack_from(r.value)[0] for r in records)
+            elif time.monotonic() - idle_since > 30:
+                raise ClientError(f"only {len(latencies)} of {args.records} records arrived; none for 30 s")
+        elapsed_s = (time.perf_counter_ns() - started_ns) / 1e9
+        sender.join()
+    if failures:
+        raise failures[0]
+    return {**rates(len(latencies), args.record_size, elapsed_s), **percentiles_ms(latencies)}
+
+
+def _send_on_schedule(producer: Producer, topic: str, args: argparse.Namespace, started_ns: int,
+                      padding: bytes, failures: list[BaseException]) -> None:
+    interval_ns = 1e9 / args.rate
+    sent = 0
+    results = []
+    try:
+        while sent < args.records:
+            count = paced_counts(args.records, args.rate, started_ns / 1e9, time.perf_counter_ns() / 1e9, sent)
+            if count:
+                values = [SCHEDULE.pack(int(started_ns + (sent + i) * interval_ns)) + padding for i in range(count)]
+                results.append(producer.send_many(topic, values))
+                sent += count
+            else:
+                time.sleep(E2E_SEND_TICK_S)
+        producer.flush()
+        _raise_first_failure(results)
+    except BaseException as error:
+        failures.append(error)
+
+
+def _raise_first_failure(results: list) -> None:
+    for result in results:
+        error = result.exception()
+        if error is not None:
+            raise error
+
+
+def summary(result: dict[str, Any]) -> str:
+    line = (f"{result['kind']}: {result['records']} records of {result['record_size']} bytes, acks={result['acks']}, "
+            f"{result['partitions']} partitions, replication factor {result['replication_factor']}: "
+            f"{result['records_per_s']:,.0f} records/s, {result['mb_per_s']:.2f} MiB/s")
+    if "p50_ms" in result:
+        line += (f"; latency p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms, "
+                 f"p99.9 {result['p999_ms']} ms, max {result['max_ms']} ms")
+    return line
