@@ -68,7 +68,7 @@ class ProducerBatch:
     """Records for one partition that travel together; their futures share `result`."""
 
     __slots__ = ("tp", "sequence", "rows", "size_bytes", "created_ms", "attempts", "retry_at_ms",
-                 "closed", "result", "timestamp_ms", "_encoded")
+                 "result", "timestamp_ms", "_encoded")
 
     def __init__(self, tp: TopicPartition, sequence: int, created_ms: float) -> None:
         self.tp = tp
@@ -78,7 +78,6 @@ class ProducerBatch:
         self.created_ms = created_ms
         self.attempts = 0  # times sent
         self.retry_at_ms = 0.0
-        self.closed = False  # no more appends once it was drained
         self.result: Future = Future()  # (base_offset, timestamp_ms) or the error
         self.timestamp_ms = -1  # the records' create time, fixed when the batch is encoded
         self._encoded: bytes | None = None
@@ -109,6 +108,7 @@ class RecordAccumulator:
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
+        self._open: dict[TopicPartition, ProducerBatch] = {}  # the batch taking records, per partition
         self._in_flight: dict[TopicPartition, int] = {}
         self._muted: dict[TopicPartition, ProducerBatch] = {}  # partitions with a retry in flight
         self._incomplete: set[ProducerBatch] = set()
@@ -121,7 +121,7 @@ class RecordAccumulator:
     # -- the caller's side ---------------------------------------------------------------------
 
     def append(
-        self, tp: TopicPartition, row: tuple, size: int, now_ms: float, *,
+        self, tp: TopicPartition, row: tuple, size: int, now_ms: float,
         abort_on_new_batch: bool = False, block_s: float = 60.0,
     ) -> tuple[ProducerBatch, int, bool] | None:
         """Add one record; returns (batch, index in batch, whether a new batch was opened).
@@ -131,30 +131,34 @@ class RecordAccumulator:
         while buffer_memory is used up.
         """
         with self._lock:
-            if self._closing:
-                raise ProducerClosedError("the producer is closed; records can no longer be sent")
-            if self._buffered_bytes + size > self._buffer_memory and self._buffered_bytes:
+            if self._buffered_bytes + size > self._buffer_memory and self._buffered_bytes or self._closing:
                 self._wait_for_space(size, block_s)
-            queue = self._queues.get(tp)
-            if queue is None:
-                queue = self._queues[tp] = deque()
-            if queue:
-                batch = queue[-1]
-                if not batch.closed and batch.size_bytes + size <= self._batch_size:
-                    batch.rows.append(row)
-                    batch.size_bytes += size
-                    self._buffered_bytes += size
-                    return batch, len(batch.rows) - 1, False
+            batch = self._open.get(tp)
+            if batch is not None and batch.size_bytes + size <= self._batch_size:
+                rows = batch.rows
+                rows.append(row)
+                batch.size_bytes += size
+                self._buffered_bytes += size
+                return batch, len(rows) - 1, False
             if abort_on_new_batch:
                 return None
-            batch = ProducerBatch(tp, self._sequence, now_ms)
-            self._sequence += 1
+            batch = self._open_batch(tp, now_ms)
             batch.rows.append(row)
             batch.size_bytes += size
-            self._buffered_bytes += batch.size_bytes
-            queue.append(batch)
-            self._incomplete.add(batch)
+            self._buffered_bytes += size
             return batch, 0, True
+
+    def _open_batch(self, tp: TopicPartition, now_ms: float) -> ProducerBatch:
+        batch = ProducerBatch(tp, self._sequence, now_ms)
+        self._sequence += 1
+        queue = self._queues.get(tp)
+        if queue is None:
+            queue = self._queues[tp] = deque()
+        queue.append(batch)
+        self._open[tp] = batch
+        self._incomplete.add(batch)
+        self._buffered_bytes += batch.size_bytes
+        return batch
 
     def append_rows(
         self, tp: TopicPartition, rows: list[tuple], sizes: list[int], start: int, now_ms: float, *,
@@ -166,23 +170,14 @@ class RecordAccumulator:
         with room, so the sticky partitioner can move on first.
         """
         with self._lock:
-            if self._closing:
-                raise ProducerClosedError("the producer is closed; records can no longer be sent")
-            if self._buffered_bytes + sizes[start] > self._buffer_memory and self._buffered_bytes:
+            if self._buffered_bytes + sizes[start] > self._buffer_memory and self._buffered_bytes or self._closing:
                 self._wait_for_space(sizes[start], block_s)
-            queue = self._queues.get(tp)
-            if queue is None:
-                queue = self._queues[tp] = deque()
-            batch = queue[-1] if queue else None
-            opened = batch is None or batch.closed or batch.size_bytes + sizes[start] > self._batch_size
+            batch = self._open.get(tp)
+            opened = batch is None or batch.size_bytes + sizes[start] > self._batch_size
             if opened:
                 if not open_new:
                     return start, None, False
-                batch = ProducerBatch(tp, self._sequence, now_ms)
-                self._sequence += 1
-                queue.append(batch)
-                self._incomplete.add(batch)
-                self._buffered_bytes += batch.size_bytes
+                batch = self._open_batch(tp, now_ms)
             room = self._batch_size - batch.size_bytes
             budget = self._buffer_memory - self._buffered_bytes
             end = start
@@ -199,6 +194,8 @@ class RecordAccumulator:
 
     def _wait_for_space(self, size: int, block_s: float) -> None:
         # Held under self._lock; Condition.wait releases it while waiting.
+        if self._closing:
+            raise ProducerClosedError("the producer is closed; records can no longer be sent")
         if not self._space.wait_for(
             lambda: self._closing or not self._buffered_bytes or self._buffered_bytes + size <= self._buffer_memory,
             timeout=block_s,
@@ -287,7 +284,8 @@ class RecordAccumulator:
                 if size and size + batch.size_bytes > max_request_size:
                     continue
                 queue.popleft()
-                batch.closed = True
+                if self._open.get(tp) is batch:
+                    del self._open[tp]
                 if batch.attempts:
                     self._muted[tp] = batch
                 batch.attempts += 1
@@ -352,6 +350,8 @@ class RecordAccumulator:
             del self._muted[batch.tp]
 
     def _release(self, batch: ProducerBatch) -> None:
+        if self._open.get(batch.tp) is batch:
+            del self._open[batch.tp]
         if batch in self._incomplete:
             self._incomplete.discard(batch)
             self._buffered_bytes -= batch.size_bytes

@@ -127,6 +127,20 @@ class RecordFuture:
         self._batch.result.add_done_callback(lambda _batch_result: callback(self))
 
 
+_monotonic = time.monotonic
+
+
+class _KnownTopic:
+    """A topic's partitions as of one metadata snapshot, kept so send() need not look them up."""
+
+    __slots__ = ("metadata", "partitions", "available")
+
+    def __init__(self, metadata: ClusterMetadata, partitions: list[TopicPartition], available: tuple[int, ...]):
+        self.metadata = metadata
+        self.partitions = partitions
+        self.available = available
+
+
 class _AllDone:
     """A Future for several batches: the count of records, or the first error."""
 
@@ -194,7 +208,9 @@ class Producer:
             batch_size=batch_size, linger_ms=linger_ms, buffer_memory=buffer_memory
         )
         self._partitioner = StickyPartitioner()
-        self._partitions: dict[str, list[TopicPartition]] = {}
+        self._topics: dict[str, _KnownTopic] = {}
+        self._max_request_size = max_request_size
+        self._block_s = max_block_ms / 1000
         self._closed = False
         self._io = IoThread("replog-producer-io")
         self._channels = Channels()
@@ -223,34 +239,33 @@ class Producer:
         """
         if self._closed:
             raise ProducerClosedError("the producer is closed; records can no longer be sent")
-        metadata = self._metadata.current
-        count = metadata.partition_count(topic)
-        if count is None:
-            metadata = self._wait_for_topic(topic)
-            count = metadata.partition_count(topic)
-        row = (key, value) if headers is None else (key, value, tuple(headers))
-        size = record_size_bytes(key, value) if headers is None else record_size_bytes(key, value, row[2])
-        if size > self.config.max_request_size:
-            raise RecordTooLargeError(size, self.config.max_request_size)
-        partitions = self._partitions.get(topic)
-        if partitions is None or len(partitions) != count:
-            partitions = self._partitions[topic] = [TopicPartition(topic, p) for p in range(count)]
-        now_ms = time.monotonic() * 1000
-        block_s = self.config.max_block_ms / 1000
+        known = self._topics.get(topic)
+        if known is None or known.metadata is not self._metadata.current:
+            known = self._topic(topic)
+        if headers is None:
+            row = (key, value)
+            size = record_size_bytes(key, value)
+        else:
+            headers = tuple(headers)
+            row = (key, value, headers)
+            size = record_size_bytes(key, value, headers)
+        if size > self._max_request_size:
+            raise RecordTooLargeError(size, self._max_request_size)
+        partitions = known.partitions
+        now_ms = _monotonic() * 1000
         if partition is None and key is None:
-            sticky = self._partitioner.partition(topic, count, metadata.available_partitions(topic))
-            appended = self._accumulator.append(partitions[sticky], row, size, now_ms,
-                                                abort_on_new_batch=True, block_s=block_s)
+            sticky = self._partitioner.partition(topic, len(partitions), known.available)
+            appended = self._accumulator.append(partitions[sticky], row, size, now_ms, True, self._block_s)
             if appended is None:
-                partition = self._partitioner.on_new_batch(topic, count, sticky, metadata.available_partitions(topic))
+                partition = self._partitioner.on_new_batch(topic, len(partitions), sticky, known.available)
         else:
             appended = None
             if partition is None:
-                partition = partition_for_key(bytes(key), count)
-            elif not 0 <= partition < count:
-                raise ValueError(f"topic {topic!r} has partitions 0..{count - 1}, not {partition}")
+                partition = partition_for_key(key, len(partitions))
+            elif not 0 <= partition < len(partitions):
+                raise ValueError(f"topic {topic!r} has partitions 0..{len(partitions) - 1}, not {partition}")
         if appended is None:
-            appended = self._accumulator.append(partitions[partition], row, size, now_ms, block_s=block_s)
+            appended = self._accumulator.append(partitions[partition], row, size, now_ms, False, self._block_s)
         batch, index, opened = appended
         if opened:
             self._wake_sender()
@@ -268,37 +283,30 @@ class Producer:
         """
         if self._closed:
             raise ProducerClosedError("the producer is closed; records can no longer be sent")
-        metadata = self._metadata.current
-        count = metadata.partition_count(topic)
-        if count is None:
-            metadata = self._wait_for_topic(topic)
-            count = metadata.partition_count(topic)
-        if partition is not None and not 0 <= partition < count:
-            raise ValueError(f"topic {topic!r} has partitions 0..{count - 1}, not {partition}")
+        known = self._topic(topic)
+        partitions = known.partitions
+        if partition is not None and not 0 <= partition < len(partitions):
+            raise ValueError(f"topic {topic!r} has partitions 0..{len(partitions) - 1}, not {partition}")
         rows = [(None, value) for value in values]
         sizes = [record_size_bytes(None, value) for value in values]
         too_large = max(sizes, default=0)
-        if too_large > self.config.max_request_size:
-            raise RecordTooLargeError(too_large, self.config.max_request_size)
-        partitions = self._partitions.get(topic)
-        if partitions is None or len(partitions) != count:
-            partitions = self._partitions[topic] = [TopicPartition(topic, p) for p in range(count)]
+        if too_large > self._max_request_size:
+            raise RecordTooLargeError(too_large, self._max_request_size)
         batches: list[ProducerBatch] = []
-        now_ms = time.monotonic() * 1000
-        block_s = self.config.max_block_ms / 1000
+        now_ms = _monotonic() * 1000
         start = 0
         wake = False
         while start < len(rows):
             chosen = partition
             if chosen is None:
-                chosen = self._partitioner.partition(topic, count, metadata.available_partitions(topic))
+                chosen = self._partitioner.partition(topic, len(partitions), known.available)
             end, batch, opened = self._accumulator.append_rows(
-                partitions[chosen], rows, sizes, start, now_ms, open_new=partition is not None, block_s=block_s
+                partitions[chosen], rows, sizes, start, now_ms, open_new=partition is not None, block_s=self._block_s
             )
             if batch is None:
-                chosen = self._partitioner.on_new_batch(topic, count, chosen, metadata.available_partitions(topic))
+                chosen = self._partitioner.on_new_batch(topic, len(partitions), chosen, known.available)
                 end, batch, opened = self._accumulator.append_rows(
-                    partitions[chosen], rows, sizes, start, now_ms, open_new=True, block_s=block_s
+                    partitions[chosen], rows, sizes, start, now_ms, open_new=True, block_s=self._block_s
                 )
             if not batches or batches[-1] is not batch:
                 batches.append(batch)
@@ -314,10 +322,23 @@ class Producer:
 
     def partitions_for(self, topic: str) -> list[int]:
         """The topic's partition indexes (fetching its metadata if needed)."""
-        count = self._metadata.current.partition_count(topic)
+        return list(range(len(self._topic(topic).partitions)))
+
+    def _topic(self, topic: str) -> _KnownTopic:
+        """The topic as the current metadata describes it; waits up to max_block_ms for an unknown one."""
+        metadata = self._metadata.current
+        known = self._topics.get(topic)
+        if known is not None and known.metadata is metadata:
+            return known
+        count = metadata.partition_count(topic)
         if count is None:
-            count = self._wait_for_topic(topic).partition_count(topic)
-        return list(range(count))
+            metadata = self._wait_for_topic(topic)
+            count = metadata.partition_count(topic)
+        partitions = known.partitions if known is not None and len(known.partitions) == count else [
+            TopicPartition(topic, p) for p in range(count)
+        ]
+        known = self._topics[topic] = _KnownTopic(metadata, partitions, metadata.available_partitions(topic))
+        return known
 
     def _wait_for_topic(self, topic: str) -> ClusterMetadata:
         if self._io.is_current:
@@ -359,6 +380,7 @@ class Producer:
             self._sender_done.result(timeout)
         except concurrent.futures.TimeoutError:
             self._io.run(self._sender.abort(), 10, what="aborting the producer's unsent records")
+            self._sender_done.result(10)
         finally:
             self._io.run(self._shutdown(), 10, what="closing the producer's connections")
             self._io.stop()
@@ -430,11 +452,19 @@ class _Sender:
             await asyncio.gather(*self._requests, return_exceptions=True)
 
     async def abort(self) -> None:
-        """close() ran out of time: fail what is still queued."""
+        """close() ran out of time: fail what is queued, give up on what is in flight."""
         for batch in self._accumulator.abort_queued():
-            batch.result.set_exception(ProducerClosedError(
-                f"the producer closed before {len(batch.rows)} records for {batch.tp} were sent"
-            ))
+            self._fail_closed(batch)
+        requests = list(self._requests)
+        for request in requests:
+            request.cancel()
+        await asyncio.gather(*requests, return_exceptions=True)
+        self.wakeup()
+
+    def _fail_closed(self, batch: ProducerBatch) -> None:
+        batch.result.set_exception(ProducerClosedError(
+            f"the producer closed before {len(batch.rows)} records for {batch.tp} were acknowledged"
+        ))
 
     def _send(self, leader: int, metadata: ClusterMetadata, batches: list[ProducerBatch], now_ms: float) -> None:
         config = self._config
@@ -465,6 +495,11 @@ class _Sender:
         deadline_s = (self._config.request_timeout_ms + DEADLINE_MARGIN_MS) / 1000
         try:
             response = await self._channels.broker(address).Produce(request, timeout=deadline_s)
+        except asyncio.CancelledError:
+            for batch in batches:
+                self._accumulator.complete(batch)
+                self._fail_closed(batch)
+            raise
         except grpc.aio.AioRpcError as error:
             code = error_code_for_status(error.code())
             detail = f"broker {leader} at {address} answered {error.code().name}: {error.details()}"

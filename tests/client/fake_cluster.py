@@ -63,6 +63,8 @@ class FakeState:
         self.produce_requests: list[broker_pb2.ProduceRequest] = []
         self.fetch_requests: list[broker_pb2.FetchRequest] = []
         self.validations: list[broker_pb2.OffsetsForLeaderEpochRequest] = []
+        self.produce_gate = threading.Event()  # clear it to make Produce hang until it is set again
+        self.produce_gate.set()
 
     def create(self, name: str, partitions: int, replication_factor: int = 1) -> None:
         with self.lock:
@@ -167,6 +169,7 @@ class FakeBroker(broker_pb2_grpc.BrokerServiceServicer):
 
     def Produce(self, request, context):
         state = self.state
+        state.produce_gate.wait()
         response = broker_pb2.ProduceResponse()
         with state.lock:
             state.produce_requests.append(request)

@@ -229,3 +229,18 @@ def test_one_request_per_leader_covers_all_its_partitions(fake):
         producer.flush(10)
     assert len(fake.state.produce_requests) == 3
     assert sorted(len(r.topics[0].partitions) for r in fake.state.produce_requests) == [2, 2, 2]
+
+
+def test_close_with_a_timeout_gives_up_on_requests_in_flight(fake):
+    fake.state.create("t", 1)
+    producer = Producer(fake.bootstrap, linger_ms=0)
+    producer.partitions_for("t")
+    fake.state.produce_gate.clear()  # the broker hangs in Produce
+    future = producer.send("t", b"v")
+    time.sleep(0.2)
+    started = time.monotonic()
+    producer.close(timeout=0.2)
+    assert time.monotonic() - started < 3
+    with pytest.raises(ProducerClosedError, match="closed before"):
+        future.result(1)
+    fake.state.produce_gate.set()
