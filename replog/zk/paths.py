@@ -22,8 +22,16 @@ def topic(name: str) -> str:
     return f"{BROKER_TOPICS}/{name}"
 
 
-def partition_state(topic_name: str, partition: int) -> str:
-    return f"{BROKER_TOPICS}/{topic_name}/partitions/{partition}/state"
+def topic_partitions(name: str) -> str:
+    return f"{BROKER_TOPICS}/{name}/partitions"
+
+
+def partition(topic_name: str, partition_index: int) -> str:
+    return f"{topic_partitions(topic_name)}/{partition_index}"
+
+
+def partition_state(topic_name: str, partition_index: int) -> str:
+    return f"{partition(topic_name, partition_index)}/state"
 
 
 def topic_config(name: str) -> str:

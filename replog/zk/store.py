@@ -22,16 +22,92 @@ from kazoo.exceptions import (
     NodeExistsError,
     NoNodeError,
     RolledBackError,
+    RuntimeInconsistency,
 )
 from kazoo.retry import KazooRetry
 
 from replog.zk import paths
+from replog.zk.records import (
+    PartitionState,
+    RecordError,
+    TopicAssignment,
+    TopicPartition,
+    topic_config_from_json,
+    topic_config_to_json,
+)
 
 log = logging.getLogger(__name__)
 
 
+# ZooKeeper refuses requests above jute.maxbuffer (1 MiB by default); a partition state
+# write is about 200 bytes, so this many operations keep a multi far below it.
+MULTI_OPS_MAX = 1000
+
+
 class StoreError(Exception):
     """ZooKeeper could not be reached or answered with an unexpected failure."""
+
+
+class ControllerFencedError(StoreError):
+    """A controller write failed its check of /controller_epoch: another controller won since.
+
+    The writer must stop acting as controller at once (DESIGN §7).
+    """
+
+
+class TopicExistsError(StoreError):
+    """The topic znode already exists."""
+
+
+class WriteOutcomeUnknown(StoreError):
+    """The connection broke while a write was in flight: it may or may not have happened."""
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionedState:
+    """A partition state with the version of its znode, which conditional writes name."""
+
+    state: PartitionState
+    zk_version: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicSnapshot:
+    """Everything ZooKeeper holds about one topic."""
+
+    name: str
+    assignment: TopicAssignment
+    config: dict[str, str]
+    states: dict[int, VersionedState]  # partitions whose state znode exists
+
+
+@dataclasses.dataclass(frozen=True)
+class StateWrite:
+    """Replace a partition's state, provided its znode is still at expected_zk_version."""
+
+    partition: TopicPartition
+    state: PartitionState
+    expected_zk_version: int
+
+
+@dataclasses.dataclass(frozen=True)
+class StateWriteResult:
+    committed: dict[TopicPartition, int]  # the new znode version of each state written
+    conflicts: frozenset[TopicPartition]  # found at another version (or gone): re-read them
+
+    @property
+    def complete(self) -> bool:
+        return not self.conflicts
+
+
+class Watch:
+    """A handle on a data watch; cancel() stops calls to its handler."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,13 +166,14 @@ class MetadataStore:
 
     def __init__(self, connect: str, *, session_timeout_ms: int, connection_timeout_ms: int) -> None:
         self._connect = connect
+        self._session_timeout_s = session_timeout_ms / 1000
         self._connection_timeout_s = connection_timeout_ms / 1000
         # Retry forever on connection loss: a process keeps trying to reach ZooKeeper
         # rather than dying; session expiry is reported separately.
         retry = KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0)
         self._zk = KazooClient(
             hosts=connect,
-            timeout=session_timeout_ms / 1000,
+            timeout=self._session_timeout_s,
             connection_retry=retry,
             command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
         )
@@ -110,6 +187,7 @@ class MetadataStore:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         try:
+            await asyncio.to_thread(self._ensure_chroot)
             await asyncio.to_thread(self._zk.start, self._connection_timeout_s)
         except Exception as error:  # kazoo raises its own timeout type
             await asyncio.to_thread(self._zk.stop)
@@ -127,6 +205,19 @@ class MetadataStore:
         self._session_restored_handlers.clear()
         await asyncio.to_thread(self._zk.stop)
         await asyncio.to_thread(self._zk.close)
+
+    def _ensure_chroot(self) -> None:
+        """Create the chroot of `zookeeper.connect` (host:port/chroot) if missing, as Kafka does."""
+        hosts, _, chroot = self._connect.partition("/")
+        if not chroot.strip("/"):
+            return
+        root = KazooClient(hosts=hosts, timeout=self._session_timeout_s)
+        root.start(self._connection_timeout_s)
+        try:
+            root.ensure_path("/" + chroot.strip("/"))
+        finally:
+            root.stop()
+            root.close()
 
     @property
     def session_id(self) -> int | None:
@@ -293,10 +384,203 @@ class MetadataStore:
         except (KazooException, BadVersionError) as error:
             log.info("controller znode not removed: %s", error)
 
+    # -- topics: reads ----------------------------------------------------------------------
+
+    async def topic_names(self) -> list[str]:
+        return sorted(await self._call(self._zk.get_children_async, paths.BROKER_TOPICS))
+
+    async def read_topics(self, names: list[str] | None = None) -> dict[str, TopicSnapshot]:
+        """Every topic (or the named ones that exist) with assignment, config and states."""
+        if names is None:
+            names = await self.topic_names()
+        snapshots = await asyncio.gather(*(self.read_topic(name) for name in names))
+        return {s.name: s for s in snapshots if s is not None}
+
+    async def read_topic(self, name: str) -> TopicSnapshot | None:
+        try:
+            data, _ = await self._call(self._zk.get_async, paths.topic(name))
+        except NoNodeError:
+            return None
+        try:
+            assignment = TopicAssignment.from_json(data)
+        except RecordError as error:
+            log.error("ignoring topic %r: %s", name, error)
+            return None
+        partitions = sorted(assignment.partitions)
+        config, *states = await asyncio.gather(
+            self.read_topic_config(name),
+            *(self.read_partition_state(TopicPartition(name, p)) for p in partitions),
+        )
+        found = {p: state for p, state in zip(partitions, states) if state is not None}
+        return TopicSnapshot(name, assignment, config, found)
+
+    async def read_partition_state(self, partition: TopicPartition) -> VersionedState | None:
+        try:
+            data, stat = await self._call(
+                self._zk.get_async, paths.partition_state(partition.topic, partition.partition))
+        except NoNodeError:
+            return None
+        try:
+            return VersionedState(PartitionState.from_json(data), stat.version)
+        except RecordError as error:
+            log.error("ignoring the state of %s: %s", partition, error)
+            return None
+
+    async def read_topic_config(self, name: str) -> dict[str, str]:
+        try:
+            data, _ = await self._call(self._zk.get_async, paths.topic_config(name))
+        except NoNodeError:
+            return {}
+        return topic_config_from_json(data)
+
+    # -- topics: controller writes, each fenced by the controller epoch --------------------
+
+    async def create_topic(
+        self,
+        lease: ControllerLease,
+        name: str,
+        assignment: TopicAssignment,
+        config: dict[str, str],
+        states: dict[int, PartitionState],
+    ) -> None:
+        """Write the topic, its config and every partition state in one multi.
+
+        A controller that dies mid-way leaves the topic either complete or
+        absent. Raises TopicExistsError, ControllerFencedError, WriteOutcomeUnknown.
+        """
+        if sorted(states) != sorted(assignment.partitions):
+            raise ValueError(f"states for {sorted(states)} but partitions {sorted(assignment.partitions)}")
+        config_version = await self._version_of(paths.topic_config(name))
+        txn = self._fenced_transaction(lease)
+        txn.create(paths.topic(name), assignment.to_json())
+        txn.create(paths.topic_partitions(name), b"")
+        for partition in sorted(states):
+            txn.create(paths.partition(name, partition), b"")
+            txn.create(paths.partition_state(name, partition), states[partition].to_json())
+        # A config znode left behind (configs set before the topic) is replaced, not refused.
+        if config_version is None:
+            txn.create(paths.topic_config(name), topic_config_to_json(config))
+        else:
+            txn.set_data(paths.topic_config(name), topic_config_to_json(config), version=config_version)
+        results = await self._commit(txn)
+        failure = _first_failure(results)
+        if failure is None:
+            return
+        index, error = failure
+        if index == 1 and isinstance(error, NodeExistsError):
+            raise TopicExistsError(f"topic {name!r} already exists")
+        raise StoreError(f"creating topic {name!r} failed: {type(error).__name__} at operation {index}")
+
+    async def write_partition_states(self, lease: ControllerLease, writes: list[StateWrite]) -> StateWriteResult:
+        """Replace partition states, each on condition of its znode version.
+
+        Writes go in as few multis as ZooKeeper's request size allows; a multi
+        in which any state was changed by someone else is not applied, and its
+        partitions are reported as conflicts for the caller to re-read and retry.
+        Raises ControllerFencedError, WriteOutcomeUnknown.
+        """
+        committed: dict[TopicPartition, int] = {}
+        conflicts: set[TopicPartition] = set()
+        chunk_size = MULTI_OPS_MAX - 1  # one op is the epoch check
+        for start in range(0, len(writes), chunk_size):
+            chunk = writes[start:start + chunk_size]
+            txn = self._fenced_transaction(lease)
+            for write in chunk:
+                txn.set_data(paths.partition_state(write.partition.topic, write.partition.partition),
+                             write.state.to_json(), version=write.expected_zk_version)
+            results = await self._commit(txn)
+            failure = _first_failure(results)
+            if failure is None:
+                for write, stat in zip(chunk, results[1:]):
+                    committed[write.partition] = stat.version
+                continue
+            index, error = failure
+            if not isinstance(error, (BadVersionError, NoNodeError)):
+                raise StoreError(f"writing partition states failed: {type(error).__name__}")
+            conflicts.add(chunk[index - 1].partition)
+        return StateWriteResult(committed, frozenset(conflicts))
+
+    def _fenced_transaction(self, lease: ControllerLease) -> Any:
+        txn = self._zk.transaction()
+        txn.check(paths.CONTROLLER_EPOCH, version=lease.epoch_zk_version)
+        return txn
+
+    async def _commit(self, txn: Any) -> list[Any]:
+        """Commit a transaction whose first operation is the controller epoch check."""
+        try:
+            results = await self._call(txn.commit_async)
+        except KazooException as error:
+            raise WriteOutcomeUnknown(
+                f"ZooKeeper connection failed during a write ({type(error).__name__}); "
+                "its outcome is unknown") from None
+        if isinstance(results[0], Exception) and not isinstance(results[0], RolledBackError):
+            raise ControllerFencedError(
+                f"/controller_epoch is no longer at the version this controller won "
+                f"({type(results[0]).__name__}): another controller was elected")
+        return results
+
+    async def _version_of(self, path: str) -> int | None:
+        stat = await self._call(self._zk.exists_async, path)
+        return stat.version if stat else None
+
+    # -- topics: watches -------------------------------------------------------------------
+
+    def watch_topic_names(self, handler: Callable[[list[str]], None]) -> None:
+        """Call handler on the loop with every topic name, now and after each creation or deletion."""
+
+        def on_children(children: list[str]) -> None:
+            self._dispatch_value(handler, sorted(children))
+
+        self._zk.ChildrenWatch(paths.BROKER_TOPICS, on_children)
+
+    def watch_topic(self, name: str, handler: Callable[[TopicAssignment | None], None]) -> Watch:
+        """Call handler on the loop with the topic's assignment now and after each change (None: gone)."""
+        return self._watch_data(paths.topic(name), TopicAssignment.from_json, handler)
+
+    def watch_partition_state(
+        self, partition: TopicPartition, handler: Callable[[PartitionState | None], None]
+    ) -> Watch:
+        """Call handler on the loop with the partition's state now and after each change (None: gone)."""
+        path = paths.partition_state(partition.topic, partition.partition)
+        return self._watch_data(path, PartitionState.from_json, handler)
+
+    def _watch_data(self, path: str, decode: Callable[[bytes], Any], handler: Callable[[Any], None]) -> Watch:
+        watch = Watch()
+
+        # kazoo's thread. Returning False ends the watch.
+        def on_data(data: bytes | None, _stat: Any, _event: Any = None) -> bool:
+            if watch.cancelled:
+                return False
+            if data is None:
+                self._dispatch_value(handler, None)
+                return True
+            try:
+                value = decode(data)
+            except RecordError as error:
+                log.error("ignoring %s: %s", path, error)
+                return True
+            self._dispatch_value(handler, value)
+            return True
+
+        self._zk.DataWatch(path, on_data)
+        return watch
+
     def _dispatch_value(self, handler: Callable[[Any], None], value: Any) -> None:
         loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(handler, value)
+
+
+def _first_failure(results: list[Any]) -> tuple[int, Exception] | None:
+    """The operation that made a multi fail, and its error; None when the multi was applied.
+
+    ZooKeeper marks the operations before the failing one RolledBack and those
+    after it RuntimeInconsistency.
+    """
+    for index, result in enumerate(results):
+        if isinstance(result, Exception) and not isinstance(result, (RolledBackError, RuntimeInconsistency)):
+            return index, result
+    return None
 
 
 def _set_result(future: asyncio.Future[Any], value: Any) -> None:
