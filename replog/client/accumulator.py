@@ -54,7 +54,7 @@ def record_size_bytes(key: bytes | None, value: bytes | None, headers: tuple = (
     Within one byte or two of the truth, and never below it for batches of up
     to a million records, so a batch never grows past batch_size.
     """
-    body = 5  # attributes, timestamp delta (0), offset delta (<= 3), headers count
+    body = 6  # attributes 1, timestamp delta (0) 1, offset delta <= 3, headers count 1
     body += 1 if key is None else _varint_size(len(key)) + len(key)
     body += 1 if value is None else _varint_size(len(value)) + len(value)
     for header_key, header_value in headers:

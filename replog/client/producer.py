@@ -44,6 +44,7 @@ log = logging.getLogger("replog.client")
 ACKS = {"all": -1, "-1": -1, -1: -1, "1": 1, 1: 1, "0": 0, 0: 0}
 SENDER_IDLE_WAIT_MS = 250  # how often an idle sender looks for expired batches and stale metadata
 DEADLINE_MARGIN_MS = 2_000  # the gRPC deadline exceeds the broker's timeout_ms, so the broker's answer wins
+UNSPECIFIED_ERROR = 0  # ERROR_CODE_UNSPECIFIED on the wire
 
 
 def parse_acks(acks: Any) -> int:
@@ -512,6 +513,9 @@ class _Sender:
             self.wakeup()
 
     def _take_response(self, response: broker_pb2.ProduceResponse, batches: list[ProducerBatch]) -> None:
+        # With acks=0 the leader answers before appending, so it has no outcome to report:
+        # only an explicit error counts, an unset error code is no failure.
+        acks_none = self._config.acks == 0
         results = {
             (topic.topic, part.partition): part for topic in response.topics for part in topic.partitions
         }
@@ -521,7 +525,7 @@ class _Sender:
                 self._settle(batch, ErrorCode.UNKNOWN_SERVER_ERROR, "the broker's answer left the partition out")
                 continue
             code = error_code_of(result.error_code)
-            if code is ErrorCode.NONE:
+            if code is ErrorCode.NONE or (acks_none and result.error_code == UNSPECIFIED_ERROR):
                 timestamp_ms = result.log_append_time_ms if result.log_append_time_ms >= 0 else batch.timestamp_ms
                 self._accumulator.complete(batch)
                 batch.result.set_result((result.base_offset, timestamp_ms))
