@@ -1,0 +1,324 @@
+"""A replica's duties while it leads one leader epoch.
+
+Appends producers' batches, serves fetches (learning each follower's log end
+offset from them), advances the high watermark, answers acks=all producers,
+and proposes ISR changes to the controller. Everything lives for one leader
+epoch: a new epoch builds a new LeaderRole.
+"""
+
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .config import ReplicaConfig
+from .epoch_cache import EpochEndOffset
+from .errors import ErrorCode
+from .invariant import require
+from .isr import (
+    CommittedIsr,
+    FollowerProgress,
+    IsrEvent,
+    IsrState,
+    PendingExpand,
+    PendingShrink,
+    Proposal,
+    can_join_isr,
+    high_watermark_candidate,
+    out_of_sync_replicas,
+    transition,
+)
+from .local_log import LocalLog
+from .messages import (
+    ACKS_ALL,
+    ACKS_LEADER,
+    ACKS_NONE,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    CompleteProduce,
+    FetchPlan,
+    FetchRequest,
+    IsrMember,
+    PartitionState,
+    ProduceRequest,
+    ProposeIsr,
+)
+from .outbox import Outbox
+from .truncation import diverging_epoch
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiter:
+    """An acks=all request waiting for the high watermark to pass its last offset."""
+
+    request_id: Any
+    base_offset: int
+    last_offset: int
+    deadline_ms: int
+
+
+class LeaderRole:
+    def __init__(
+        self,
+        broker_id: int,
+        state: PartitionState,
+        config: ReplicaConfig,
+        log: LocalLog,
+        outbox: Outbox,
+        now_ms: int,
+    ) -> None:
+        require(state.leader == broker_id, "broker %d asked to lead for %d", broker_id, state.leader)
+        require(broker_id in state.isr, "leader %d is not in its ISR %s", broker_id, state.isr)
+        self.broker_id = broker_id
+        self.leader_epoch = state.leader_epoch
+        self.partition_epoch = state.partition_epoch
+        self.replicas = state.replicas
+        self._config = config
+        self._log = log
+        self._outbox = outbox
+        self._isr: IsrState = CommittedIsr(state.isr)
+        # ISR members get a full lag time to fetch from their new leader.
+        self._progress = {
+            replica: FollowerProgress(last_caught_up_time_ms=now_ms if replica in state.isr else 0)
+            for replica in state.replicas
+            if replica != broker_id
+        }
+        self._waiters: deque[_Waiter] = deque()
+        self._no_proposal_before_ms = now_ms
+        log.start_epoch(state.leader_epoch)
+        self.epoch_start_offset = log.log_end_offset
+        self._maybe_advance_high_watermark()
+
+    # -- what the ISR is ------------------------------------------------------
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return self._isr.isr
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        return self._isr.maximal_isr
+
+    @property
+    def isr_state(self) -> IsrState:
+        return self._isr
+
+    def follower_log_end_offset(self, replica: int) -> int:
+        return self._progress[replica].log_end_offset
+
+    # -- produce --------------------------------------------------------------
+
+    def produce(self, request: ProduceRequest, now_ms: int) -> None:
+        acks = request.acks
+        if acks not in (ACKS_NONE, ACKS_LEADER, ACKS_ALL):
+            self._answer(request, ErrorCode.INVALID_REQUIRED_ACKS)
+            return
+        if request.record_count <= 0:
+            self._answer(request, ErrorCode.CORRUPT_MESSAGE)
+            return
+        if acks == ACKS_ALL and len(self._isr.isr) < self._config.min_insync_replicas:
+            self._answer(request, ErrorCode.NOT_ENOUGH_REPLICAS)
+            return
+        if acks == ACKS_ALL and len(self._waiters) >= self._config.produce_waiters_max:
+            # Nothing was appended: the producer may retry without duplicating.
+            self._answer(request, ErrorCode.REQUEST_TIMED_OUT)
+            return
+        base_offset = self._log.append_as_leader(request.records, request.record_count, self.leader_epoch)
+        if acks == ACKS_LEADER:
+            self._answer(request, ErrorCode.NONE, base_offset)
+        elif acks == ACKS_ALL:
+            last_offset = base_offset + request.record_count - 1
+            self._waiters.append(_Waiter(request.request_id, base_offset, last_offset, now_ms + request.timeout_ms))
+        self._maybe_advance_high_watermark()
+
+    def _answer(self, request: ProduceRequest, error: ErrorCode, base_offset: int = -1) -> None:
+        # acks=0 producers wait for nothing; Kafka sends them no response at all.
+        if request.acks != ACKS_NONE:
+            self._outbox.complete(CompleteProduce(request.request_id, error, base_offset))
+
+    # -- fetch ----------------------------------------------------------------
+
+    def fetch(self, request: FetchRequest, now_ms: int) -> FetchPlan:
+        log = self._log
+        if request.from_follower and request.replica_id not in self._progress:
+            return FetchPlan(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        diverging = diverging_epoch(
+            log.epoch_cache, log.log_end_offset, request.last_fetched_epoch, request.fetch_offset
+        )
+        if diverging is not None:
+            if diverging.undefined:
+                return self._plan(ErrorCode.OFFSET_OUT_OF_RANGE, request)
+            return self._plan(ErrorCode.NONE, request, diverging=diverging)
+        if not log.log_start_offset <= request.fetch_offset <= log.log_end_offset:
+            return self._plan(ErrorCode.OFFSET_OUT_OF_RANGE, request)
+        if request.from_follower:
+            self._record_follower_fetch(request, now_ms)
+            end_offset = log.log_end_offset
+        else:
+            end_offset = log.high_watermark  # consumers read committed records only
+        return self._plan(ErrorCode.NONE, request, end_offset=max(end_offset, request.fetch_offset))
+
+    def _plan(
+        self,
+        error: ErrorCode,
+        request: FetchRequest,
+        *,
+        diverging: EpochEndOffset | None = None,
+        end_offset: int | None = None,
+    ) -> FetchPlan:
+        log = self._log
+        return FetchPlan(
+            error=error,
+            high_watermark=log.high_watermark,
+            log_start_offset=log.log_start_offset,
+            log_end_offset=log.log_end_offset,
+            diverging_epoch=diverging,
+            read_offset=request.fetch_offset,
+            max_offset=request.fetch_offset if end_offset is None else end_offset,
+            max_bytes=request.max_bytes,
+        )
+
+    def _record_follower_fetch(self, request: FetchRequest, now_ms: int) -> None:
+        follower = self._progress[request.replica_id]
+        if request.replica_epoch < follower.broker_epoch:
+            # A fetch from before the follower restarted, delivered late: what it
+            # says about the follower's log may have been lost in the crash.
+            return
+        follower.record_fetch(request.fetch_offset, self._log.log_end_offset, now_ms, request.replica_epoch)
+        self._maybe_expand_isr(request.replica_id, now_ms)
+        self._maybe_advance_high_watermark()
+
+    def offsets_for_leader_epoch(self, requested_epoch: int) -> EpochEndOffset:
+        return self._log.epoch_cache.end_offset_for(requested_epoch, self._log.log_end_offset)
+
+    # -- the high watermark and waiting producers -----------------------------
+
+    def _maybe_advance_high_watermark(self) -> None:
+        candidate = high_watermark_candidate(self._log.log_end_offset, self._isr.maximal_isr, self._progress)
+        if self._log.advance_high_watermark(candidate):
+            self._complete_committed_waiters()
+
+    def _complete_committed_waiters(self) -> None:
+        high_watermark = self._log.high_watermark
+        if self._waiters and self._waiters[0].last_offset < high_watermark:
+            # Waiters were failed when the ISR shrank below min.insync.replicas,
+            # so a success here is always a commit by enough replicas.
+            require(
+                len(self._isr.maximal_isr) >= self._config.min_insync_replicas,
+                "acks=all waiters outlived an ISR %s below min.insync.replicas",
+                self._isr.maximal_isr,
+            )
+        while self._waiters and self._waiters[0].last_offset < high_watermark:
+            waiter = self._waiters.popleft()
+            self._outbox.complete(CompleteProduce(waiter.request_id, ErrorCode.NONE, waiter.base_offset))
+
+    def _fail_waiters(self, error: ErrorCode) -> None:
+        while self._waiters:
+            self._outbox.complete(CompleteProduce(self._waiters.popleft().request_id, error))
+
+    def _expire_waiters(self, now_ms: int) -> None:
+        if not any(waiter.deadline_ms <= now_ms for waiter in self._waiters):
+            return
+        for waiter in self._waiters:
+            if waiter.deadline_ms <= now_ms:
+                self._outbox.complete(CompleteProduce(waiter.request_id, ErrorCode.REQUEST_TIMED_OUT))
+        self._waiters = deque(waiter for waiter in self._waiters if waiter.deadline_ms > now_ms)
+
+    @property
+    def waiting_produce_count(self) -> int:
+        return len(self._waiters)
+
+    # -- ISR changes ----------------------------------------------------------
+
+    def _maybe_expand_isr(self, replica: int, now_ms: int) -> None:
+        if not isinstance(self._isr, CommittedIsr) or now_ms < self._no_proposal_before_ms:
+            return
+        if replica in self._isr.isr:
+            return
+        follower = self._progress[replica]
+        if can_join_isr(follower.log_end_offset, self._log.high_watermark, self.epoch_start_offset):
+            proposal = self._propose(self._isr.isr + (replica,), now_ms)
+            self._isr = transition(
+                self._isr, IsrEvent.PROPOSE_EXPAND, PendingExpand(self._isr.isr, replica, proposal)
+            )
+
+    def _maybe_shrink_isr(self, now_ms: int) -> None:
+        if not isinstance(self._isr, CommittedIsr) or now_ms < self._no_proposal_before_ms:
+            return
+        lagging = out_of_sync_replicas(
+            self._isr.isr, self._progress, self._log.log_end_offset, now_ms, self._config.replica_lag_time_ms_max
+        )
+        if lagging:
+            kept = tuple(replica for replica in self._isr.isr if replica not in lagging)
+            proposal = self._propose(kept, now_ms)
+            self._isr = transition(self._isr, IsrEvent.PROPOSE_SHRINK, PendingShrink(self._isr.isr, lagging, proposal))
+
+    def _propose(self, new_isr: tuple[int, ...], now_ms: int) -> Proposal:
+        members = tuple(
+            IsrMember(replica, -1 if replica == self.broker_id else self._progress[replica].broker_epoch)
+            for replica in new_isr
+        )
+        request = AlterPartitionRequest(self.broker_id, self.leader_epoch, self.partition_epoch, members)
+        proposal = Proposal(self._outbox.new_id(), request, now_ms)
+        self._outbox.send(ProposeIsr(proposal.proposal_id, request))
+        return proposal
+
+    def _resend_unanswered_proposal(self, now_ms: int) -> None:
+        pending = self._isr
+        if isinstance(pending, CommittedIsr):
+            return
+        proposal = pending.proposal
+        if now_ms - proposal.sent_ms >= self._config.alter_partition_retry_ms:
+            # The same proposal id: whichever copy is answered first settles it.
+            self._outbox.send(ProposeIsr(proposal.proposal_id, proposal.request))
+            self._isr = replace(pending, proposal=replace(proposal, sent_ms=now_ms))
+
+    def alter_partition_response(self, proposal_id: int, response: AlterPartitionResponse, now_ms: int) -> None:
+        pending = self._isr
+        if isinstance(pending, CommittedIsr) or pending.proposal.proposal_id != proposal_id:
+            return  # late, duplicated, or superseded by a LeaderAndIsr
+        state = response.state
+        if (
+            response.error == ErrorCode.NONE
+            and state is not None
+            and state.leader_epoch == self.leader_epoch
+            and state.partition_epoch > self.partition_epoch
+        ):
+            self.partition_epoch = state.partition_epoch
+            self._commit_isr(state.isr, IsrEvent.ACCEPTED)
+            return
+        # Rejected (fenced, stale partition epoch, ineligible replica) or already
+        # overtaken: back to the last committed ISR; propose again later, once a
+        # LeaderAndIsr has brought the current partition epoch.
+        self._isr = transition(pending, IsrEvent.REJECTED, CommittedIsr(pending.isr))
+        self._no_proposal_before_ms = now_ms + self._config.alter_partition_retry_ms
+
+    def update_isr(self, state: PartitionState) -> None:
+        """A LeaderAndIsr for our epoch with a newer partition epoch (the controller changed the ISR)."""
+        require(state.leader == self.broker_id, "ISR update for epoch %d names another leader", state.leader_epoch)
+        require(self.broker_id in state.isr, "leader %d is not in its ISR %s", self.broker_id, state.isr)
+        self.partition_epoch = state.partition_epoch
+        self.replicas = state.replicas
+        for replica in state.replicas:
+            if replica != self.broker_id:
+                self._progress.setdefault(replica, FollowerProgress())
+        for replica in list(self._progress):
+            if replica not in state.replicas:
+                del self._progress[replica]
+        self._commit_isr(state.isr, IsrEvent.LEADER_AND_ISR)
+
+    def _commit_isr(self, isr: tuple[int, ...], event: IsrEvent) -> None:
+        self._isr = transition(self._isr, event, CommittedIsr(isr))
+        if len(isr) < self._config.min_insync_replicas:
+            self._fail_waiters(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+        self._maybe_advance_high_watermark()
+
+    # -- time and the end of leadership ---------------------------------------
+
+    def tick(self, now_ms: int) -> None:
+        self._expire_waiters(now_ms)
+        self._resend_unanswered_proposal(now_ms)
+        self._maybe_shrink_isr(now_ms)
+
+    def resign(self, error: ErrorCode) -> None:
+        """Leadership ends: every waiting producer learns it now, not at its timeout."""
+        self._fail_waiters(error)

@@ -1,0 +1,221 @@
+"""The core's inputs and outputs, as plain data.
+
+Inputs are requests and answers the driver decodes from the wire (or from the
+controller); outputs are work for the driver, gathered in a `Ready` batch. No
+type here holds record bytes the core would look into: `records` fields are
+opaque values passed from the wire to the log and back.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from .epoch_cache import EpochEndOffset, EpochEntry
+from .errors import ErrorCode
+from .records import BatchInfo
+
+NO_LEADER = -1
+# The replica id of a consumer's fetch; followers send their broker id.
+CONSUMER_REPLICA_ID = -1
+# A leader epoch of -1 in a request skips the epoch check (Kafka's convention).
+NO_EPOCH = -1
+
+ACKS_NONE = 0
+ACKS_LEADER = 1
+ACKS_ALL = -1
+
+
+# ---- from the controller ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """One partition's entry in a LeaderAndIsr request (and in the controller's registry)."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class IsrMember:
+    """An ISR member and the broker epoch the leader saw it fetch with (KIP-903)."""
+
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionRequest:
+    """A leader's ISR proposal, fenced by its leader epoch and the partition epoch it started from."""
+
+    leader_id: int
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: tuple[IsrMember, ...]
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        return tuple(member.broker_id for member in self.new_isr)
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionResponse:
+    error: ErrorCode
+    state: PartitionState | None = None
+
+
+# ---- from clients and other brokers ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceRequest:
+    """Validated batches for one partition; `record_count` comes from their headers."""
+
+    request_id: Any
+    records: Any
+    record_count: int
+    acks: int
+    timeout_ms: int
+    current_leader_epoch: int = NO_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRequest:
+    replica_id: int
+    fetch_offset: int
+    max_bytes: int
+    last_fetched_epoch: int = NO_EPOCH
+    current_leader_epoch: int = NO_EPOCH
+    # The follower's broker epoch (its registration's czxid): fetch state from
+    # an older incarnation of the follower must not count (KIP-903).
+    replica_epoch: int = -1
+    max_wait_ms: int = 0
+
+    @property
+    def from_follower(self) -> bool:
+        return self.replica_id != CONSUMER_REPLICA_ID
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResponse:
+    """A leader's answer for one partition, as the follower's core takes it."""
+
+    error: ErrorCode
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    diverging_epoch: EpochEndOffset | None = None
+    batches: tuple[BatchInfo, ...] = ()
+    records: Any = None
+
+
+# ---- returned by handle_fetch ----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPlan:
+    """How to answer a fetch: read [read_offset, max_offset) from the log, then respond.
+
+    `read_offset == max_offset` means there is nothing to read yet: the driver
+    may hold the request (up to its max_wait_ms) and ask again when the log
+    end offset or the high watermark moves.
+    """
+
+    error: ErrorCode
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    log_end_offset: int = -1
+    diverging_epoch: EpochEndOffset | None = None
+    read_offset: int = 0
+    max_offset: int = 0
+    max_bytes: int = 0
+
+    @property
+    def has_data(self) -> bool:
+        return self.error == ErrorCode.NONE and self.diverging_epoch is None and self.read_offset < self.max_offset
+
+
+# ---- outputs: log operations, applied in order, before anything is sent ----
+
+
+@dataclass(frozen=True, slots=True)
+class AppendAsLeader:
+    records: Any
+    leader_epoch: int
+    base_offset: int
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendAsFollower:
+    records: Any
+    batches: tuple[BatchInfo, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateTo:
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateFullyAndStartAt:
+    offset: int
+
+
+LogOp = AppendAsLeader | AppendAsFollower | TruncateTo | TruncateFullyAndStartAt
+
+
+# ---- outputs: messages to send ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SendFetch:
+    """Fetch from `leader_id`; answer with handle_fetch_response(fetch_id, ...)."""
+
+    fetch_id: int
+    leader_id: int
+    request: FetchRequest
+
+
+@dataclass(frozen=True, slots=True)
+class ProposeIsr:
+    """Send AlterPartition to the controller; answer with handle_alter_partition_response(proposal_id, ...)."""
+
+    proposal_id: int
+    request: AlterPartitionRequest
+
+
+Message = SendFetch | ProposeIsr
+
+
+# ---- outputs: answers to produce requests ----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteProduce:
+    request_id: Any
+    error: ErrorCode
+    base_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """One batch of work. Apply in this order: log_ops, then the checkpoints
+    (epoch_entries, high_watermark), then send messages, then completions."""
+
+    log_ops: tuple[LogOp, ...] = ()
+    epoch_entries: tuple[EpochEntry, ...] | None = None
+    high_watermark: int | None = None
+    messages: tuple[Message, ...] = ()
+    completions: tuple[CompleteProduce, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.log_ops
+            or self.epoch_entries is not None
+            or self.high_watermark is not None
+            or self.messages
+            or self.completions
+        )

@@ -1,0 +1,89 @@
+"""The controller's pure rules: elections from the ISR, and AlterPartition validation."""
+
+import pytest
+
+from replog.core.election import alter_partition, elect_leader, initial_state, on_broker_failure, on_broker_startup
+from replog.core.errors import ErrorCode
+from replog.core.messages import NO_LEADER, AlterPartitionRequest, IsrMember, PartitionState
+
+STATE = PartitionState(leader=1, leader_epoch=4, isr=(1, 2, 3), partition_epoch=9, replicas=(1, 2, 3))
+
+
+def request(isr, *, leader=1, leader_epoch=4, partition_epoch=9, epochs=None) -> AlterPartitionRequest:
+    epochs = epochs or {}
+    return AlterPartitionRequest(
+        leader, leader_epoch, partition_epoch, tuple(IsrMember(b, epochs.get(b, -1)) for b in isr)
+    )
+
+
+def test_a_new_partition_is_led_by_its_first_replica_with_all_in_sync():
+    assert initial_state((3, 1, 2)) == PartitionState(3, 0, (3, 1, 2), 0, (3, 1, 2))
+
+
+def test_leader_failure_elects_the_first_live_isr_member_and_bumps_both_epochs():
+    election = on_broker_failure(STATE, 1, live_brokers={2, 3}, unclean_leader_election_enable=False)
+    assert election.state == PartitionState(2, 5, (2, 3), 10, (1, 2, 3))
+    assert not election.unclean
+
+
+def test_follower_failure_only_shrinks_the_isr():
+    election = on_broker_failure(STATE, 3, live_brokers={1, 2}, unclean_leader_election_enable=False)
+    assert election.state == PartitionState(1, 4, (1, 2), 10, (1, 2, 3))
+
+
+def test_the_last_isr_member_stays_when_it_fails_and_the_partition_waits_for_it():
+    lone = PartitionState(1, 4, (1,), 9, (1, 2, 3))
+    election = on_broker_failure(lone, 1, live_brokers={2, 3}, unclean_leader_election_enable=False)
+    assert election.state == PartitionState(NO_LEADER, 5, (1,), 10, (1, 2, 3))
+    back = on_broker_startup(election.state, live_brokers={1, 2, 3}, unclean_leader_election_enable=False)
+    assert back.state == PartitionState(1, 6, (1,), 11, (1, 2, 3))
+
+
+def test_unclean_election_takes_any_live_replica_and_says_so():
+    lone = PartitionState(1, 4, (1,), 9, (1, 2, 3))
+    election = on_broker_failure(lone, 1, live_brokers={3}, unclean_leader_election_enable=True)
+    assert election.state == PartitionState(3, 5, (3,), 10, (1, 2, 3))
+    assert election.unclean
+
+
+def test_startup_of_a_broker_changes_nothing_while_there_is_a_leader():
+    assert on_broker_startup(STATE, {1, 2, 3}, unclean_leader_election_enable=True).state is STATE
+
+
+def test_election_prefers_replica_order_among_live_isr_members():
+    state = PartitionState(NO_LEADER, 7, (3, 2), 1, (1, 2, 3))
+    assert elect_leader(state, {1, 2, 3}, unclean_leader_election_enable=False).state.leader == 2
+
+
+def test_alter_partition_applies_a_valid_shrink_with_a_new_partition_epoch():
+    error, state = alter_partition(STATE, request((1, 2)), {1: 1, 2: 1, 3: 1})
+    assert error == ErrorCode.NONE and state == PartitionState(1, 4, (1, 2), 10, (1, 2, 3))
+
+
+@pytest.mark.parametrize(
+    ("proposal", "error"),
+    [
+        (request((1, 2), leader_epoch=3), ErrorCode.FENCED_LEADER_EPOCH),
+        (request((1, 2), leader_epoch=5), ErrorCode.UNKNOWN_LEADER_EPOCH),
+        (request((1, 2), partition_epoch=8), ErrorCode.INVALID_UPDATE_VERSION),
+        (request((2, 3)), ErrorCode.INVALID_REQUEST),  # the leader left out
+        (request((1, 4)), ErrorCode.INVALID_REQUEST),  # not a replica
+        (request((1, 1)), ErrorCode.INVALID_REQUEST),
+        (request((1, 2), leader=2), ErrorCode.INVALID_REQUEST),
+    ],
+)
+def test_alter_partition_refuses_stale_or_malformed_proposals(proposal, error):
+    assert alter_partition(STATE, proposal, {1: 1, 2: 1, 3: 1}) == (error, STATE)
+
+
+def test_alter_partition_answers_a_resent_proposal_that_was_already_applied():
+    error, state = alter_partition(STATE, request((1, 2)), {1: 1, 2: 1, 3: 1})
+    assert alter_partition(state, request((1, 2)), {1: 1, 2: 1, 3: 1}) == (ErrorCode.NONE, state)
+
+
+def test_alter_partition_only_admits_live_replicas_of_the_incarnation_the_leader_saw():
+    shrunk = PartitionState(1, 4, (1,), 9, (1, 2, 3))
+    assert alter_partition(shrunk, request((1, 2), epochs={2: 7}), {1: 1})[0] == ErrorCode.INELIGIBLE_REPLICA
+    assert alter_partition(shrunk, request((1, 2), epochs={2: 7}), {1: 1, 2: 8})[0] == ErrorCode.INELIGIBLE_REPLICA
+    error, state = alter_partition(shrunk, request((1, 2), epochs={2: 8}), {1: 1, 2: 8})
+    assert error == ErrorCode.NONE and state.isr == (1, 2)

@@ -1,0 +1,68 @@
+"""MemoryLog, the reference log: offsets, reads, durable truncation, and crashes."""
+
+import pytest
+
+from replog.core.errors import ErrorCode
+from replog.core.invariant import InvariantViolation
+from replog.core.log import LogOpFailed, MemoryBatch, MemoryLog, apply_log_ops
+from replog.core.messages import AppendAsFollower, AppendAsLeader, TruncateTo
+
+
+def batch(*records: bytes) -> MemoryBatch:
+    return MemoryBatch(records)
+
+
+def filled(*sizes: int) -> MemoryLog:
+    log = MemoryLog()
+    for i, size in enumerate(sizes):
+        log.append_as_leader([batch(*(b"x%d" % i for _ in range(size)))], leader_epoch=1, now_ms=0)
+    return log
+
+
+def test_leader_appends_get_offsets_and_the_epoch():
+    log = MemoryLog()
+    info = log.append_as_leader([batch(b"a", b"b"), batch(b"c")], leader_epoch=3, now_ms=0)
+    assert (info.error, info.first_offset, info.last_offset) == (ErrorCode.NONE, 0, 2)
+    assert [(b.base_offset, b.last_offset, b.leader_epoch) for b in log.batches] == [(0, 1, 3), (2, 2, 3)]
+
+
+def test_read_returns_whole_batches_up_to_max_offset_and_at_least_one():
+    log = filled(2, 2, 2)
+    assert [b.base_offset for b in log.read(0, 10_000).records] == [0, 2, 4]
+    assert [b.base_offset for b in log.read(2, 10_000, max_offset=4).records] == [2]
+    assert [b.base_offset for b in log.read(0, 1).records] == [0]
+    assert log.read(7, 100).error == ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+def test_crash_loses_what_was_not_flushed_and_truncation_is_durable_at_once():
+    log = filled(1, 1)
+    log.flush()
+    log.append_as_leader([batch(b"late")], 1, 0)
+    assert log.crash() == 1 and log.log_end_offset == 2
+    log.truncate_to(1)
+    log.append_as_leader([batch(b"new")], 2, 0)
+    log.crash()
+    assert log.log_end_offset == 1  # the truncated record did not come back
+
+
+def test_truncation_inside_a_batch_is_a_bug():
+    with pytest.raises(InvariantViolation):
+        filled(3).truncate_to(1)
+
+
+def test_follower_appends_refuse_overlaps():
+    log = filled(2)
+    assert log.append_as_follower([MemoryBatch((b"y",), base_offset=1, leader_epoch=1)]).error == (
+        ErrorCode.OFFSET_OUT_OF_RANGE
+    )
+
+
+def test_apply_log_ops_checks_the_log_agrees_with_the_core():
+    log = filled(1)
+    with pytest.raises(InvariantViolation):
+        apply_log_ops(log, [AppendAsLeader((batch(b"a"),), 1, base_offset=5, last_offset=5)], 0)
+    follower_batch = MemoryBatch((b"z",), base_offset=0, leader_epoch=1)
+    with pytest.raises(LogOpFailed):
+        apply_log_ops(log, [AppendAsFollower((follower_batch,), (follower_batch.info,))], 0)
+    apply_log_ops(log, [TruncateTo(0)], 0)
+    assert log.log_end_offset == 0
