@@ -3,8 +3,35 @@
 from __future__ import annotations
 
 import dataclasses
+import types
+from collections.abc import Mapping
 
+from replog.zk.records import PartitionState, TopicAssignment
 from replog.zk.store import BrokerRegistration, ControllerInfo
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionImage:
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicImage:
+    name: str
+    topic_id: str
+    partitions: tuple[PartitionImage, ...]
+
+    @classmethod
+    def build(cls, name: str, assignment: TopicAssignment, states: Mapping[int, PartitionState]) -> TopicImage:
+        """The topic's partitions whose state is known, in partition order."""
+        return cls(name, assignment.topic_id, tuple(
+            PartitionImage(p, states[p].leader, states[p].leader_epoch, assignment.replicas(p), states[p].isr)
+            for p in sorted(assignment.partitions) if p in states
+        ))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -13,6 +40,11 @@ class MetadataImage:
     cluster_id: str = ""
     brokers: tuple[BrokerRegistration, ...] = ()
     controller: ControllerInfo | None = None
+    topics: Mapping[str, TopicImage] = dataclasses.field(default_factory=lambda: types.MappingProxyType({}))
+
+    @property
+    def live_broker_ids(self) -> frozenset[int]:
+        return frozenset(b.broker_id for b in self.brokers)
 
     def with_brokers(self, brokers: dict[int, BrokerRegistration]) -> MetadataImage:
         ordered = tuple(brokers[i] for i in sorted(brokers))
@@ -20,3 +52,14 @@ class MetadataImage:
 
     def with_controller(self, controller: ControllerInfo | None) -> MetadataImage:
         return dataclasses.replace(self, version=self.version + 1, controller=controller)
+
+    def with_topics(self, changed: Mapping[str, TopicImage | None]) -> MetadataImage:
+        """Replace (or, for None, drop) the named topics."""
+        topics = dict(self.topics)
+        for name, topic in changed.items():
+            if topic is None:
+                topics.pop(name, None)
+            else:
+                topics[name] = topic
+        ordered = {name: topics[name] for name in sorted(topics)}
+        return dataclasses.replace(self, version=self.version + 1, topics=types.MappingProxyType(ordered))

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import grpc
 
 from replog import config as configuration
-from replog.api.common.v1 import common_pb2
 from replog.api.metadata.v1 import metadata_pb2, metadata_pb2_grpc
 from replog.config import Setting
-from replog.metadata.image import MetadataImage
+from replog.metadata import render
+from replog.metadata.image import MetadataImage, TopicImage
+from replog.metadata.topics import TopicFollower
 from replog.rpc.coalesce import CoalescingJob
 from replog.zk.store import ControllerInfo, MetadataStore
 
@@ -24,6 +26,9 @@ SETTINGS: tuple[Setting, ...] = (
     *configuration.SERVER_SETTINGS,
 )
 
+# Each WatchMetadata stream holds one wake-up flag; this bounds how many may be open.
+WATCH_STREAMS_MAX = 1000
+
 
 class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
     def __init__(self, config: configuration.Config) -> None:
@@ -34,6 +39,10 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
         )
         self.image = MetadataImage()
         self._refresh = CoalescingJob(self._refresh_brokers)
+        self._topics = TopicFollower(self._store, self._on_topic_dirty)
+        self._dirty_topics: set[str] = set()
+        self._flush_scheduled = False
+        self._watchers: set[asyncio.Event] = set()
 
     def add_to_server(self, server: grpc.aio.Server) -> Sequence[str]:
         metadata_pb2_grpc.add_MetadataServiceServicer_to_server(self, server)
@@ -42,50 +51,76 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
     async def start(self) -> None:
         await self._store.start()
         cluster_id = await self._store.cluster_id()
-        self.image = MetadataImage(cluster_id=cluster_id)
-        self.image = self.image.with_brokers(await self._store.live_brokers())
+        self._publish(MetadataImage(cluster_id=cluster_id).with_brokers(await self._store.live_brokers()))
         self._store.watch_broker_ids(self._on_broker_ids)
         self._store.watch_controller(self._on_controller)
+        self._topics.start()
 
     async def stop(self) -> None:
         self._refresh.cancel()
         await self._store.stop()
+
+    def _publish(self, image: MetadataImage) -> None:
+        self.image = image
+        for wake in self._watchers:
+            wake.set()
 
     def _on_broker_ids(self, _ids: list[int]) -> None:
         self._refresh.request()
 
     async def _refresh_brokers(self) -> None:
         brokers = await self._store.live_brokers()
-        self.image = self.image.with_brokers(brokers)
+        self._publish(self.image.with_brokers(brokers))
         log.info("image version %d: live brokers %s", self.image.version, sorted(b.broker_id for b in self.image.brokers))
 
     def _on_controller(self, controller: ControllerInfo | None) -> None:
-        self.image = self.image.with_controller(controller)
+        self._publish(self.image.with_controller(controller))
         log.info("image version %d: active controller %s", self.image.version,
                  controller.controller_id if controller else "none")
+
+    def _on_topic_dirty(self, name: str) -> None:
+        # Watch events arrive one by one; all that arrived by the next turn of the loop
+        # make one new image.
+        self._dirty_topics.add(name)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush_topics)
+
+    def _flush_topics(self) -> None:
+        self._flush_scheduled = False
+        changed: dict[str, TopicImage | None] = {name: self._topics.image_of(name) for name in self._dirty_topics}
+        self._dirty_topics.clear()
+        changed = {name: topic for name, topic in changed.items() if self.image.topics.get(name) != topic}
+        if not changed:
+            return
+        self._publish(self.image.with_topics(changed))
+        log.info("image version %d: topics changed: %s", self.image.version, ", ".join(sorted(changed)))
 
     async def Metadata(
         self, request: metadata_pb2.MetadataRequest, context: grpc.aio.ServicerContext
     ) -> metadata_pb2.MetadataResponse:
-        image = self.image
-        response = metadata_pb2.MetadataResponse(
-            cluster_id=image.cluster_id,
-            controller_id=image.controller.controller_id if image.controller else -1,
-            image_version=image.version,
-        )
-        if image.controller is not None:
-            response.controller.CopyFrom(common_pb2.ControllerEndpoint(
-                controller_id=image.controller.controller_id,
-                host=image.controller.host,
-                port=image.controller.port,
-            ))
-        for broker in image.brokers:
-            response.brokers.add(broker_id=broker.broker_id, host=broker.host, port=broker.port,
-                                 rack=broker.rack or "")
-        for name in request.topics:
-            response.topics.add(
-                error_code=common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
-                error_message=f"topic {name!r} does not exist",
-                name=name,
-            )
-        return response
+        return render.metadata_response(self.image, list(request.topics))
+
+    async def WatchMetadata(
+        self, request: metadata_pb2.WatchMetadataRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[metadata_pb2.WatchMetadataResponse]:
+        if len(self._watchers) >= WATCH_STREAMS_MAX:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"this metadata service already serves {WATCH_STREAMS_MAX} WatchMetadata streams; "
+                                "use another replica or poll Metadata")
+        follow = frozenset(request.topics)
+        wake = asyncio.Event()
+        self._watchers.add(wake)
+        try:
+            sent = self.image
+            yield render.snapshot(sent, follow)
+            while True:
+                await wake.wait()
+                wake.clear()
+                current = self.image
+                message = render.delta(sent, current, follow)
+                sent = current
+                if message is not None:
+                    yield message
+        finally:
+            self._watchers.discard(wake)

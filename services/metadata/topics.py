@@ -1,0 +1,88 @@
+"""Following topics in ZooKeeper: a watch on the topic list, on each topic, and on each partition state.
+
+Watch events only record what arrived and mark the topic dirty; the metadata
+service turns all the dirty topics into one new image per burst of events.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from replog.metadata.image import TopicImage
+from replog.zk.records import PartitionState, TopicAssignment, TopicPartition
+from replog.zk.store import MetadataStore, Watch
+
+
+@dataclasses.dataclass
+class _FollowedTopic:
+    name: str
+    topic_watch: Watch
+    assignment: TopicAssignment | None = None
+    states: dict[int, PartitionState] = dataclasses.field(default_factory=dict)
+    state_watches: dict[int, Watch] = dataclasses.field(default_factory=dict)
+    listed: bool = False  # in the image already
+
+    def cancel(self) -> None:
+        self.topic_watch.cancel()
+        for watch in self.state_watches.values():
+            watch.cancel()
+
+
+class TopicFollower:
+    """The topics in ZooKeeper, as `TopicImage`s for the image."""
+
+    def __init__(self, store: MetadataStore, on_dirty: Callable[[str], None]) -> None:
+        self._store = store
+        self._on_dirty = on_dirty
+        self._topics: dict[str, _FollowedTopic] = {}
+
+    def start(self) -> None:
+        self._store.watch_topic_names(self._on_names)
+
+    def image_of(self, name: str) -> TopicImage | None:
+        """The topic as the image should show it; None while it is absent or not fully read.
+
+        A new topic appears once the state of every partition has been read, so
+        a client never sees half of a topic that was created whole.
+        """
+        topic = self._topics.get(name)
+        if topic is None or topic.assignment is None:
+            return None
+        if not topic.listed and not set(topic.assignment.partitions) <= topic.states.keys():
+            return None
+        topic.listed = True
+        return TopicImage.build(name, topic.assignment, topic.states)
+
+    def _on_names(self, names: list[str]) -> None:
+        for name in set(names) - self._topics.keys():
+            watch = self._store.watch_topic(name, lambda assignment, name=name: self._on_assignment(name, assignment))
+            self._topics[name] = _FollowedTopic(name, watch)
+        for name in self._topics.keys() - set(names):
+            self._topics.pop(name).cancel()
+            self._on_dirty(name)
+
+    def _on_assignment(self, name: str, assignment: TopicAssignment | None) -> None:
+        topic = self._topics.get(name)
+        if topic is None:
+            return
+        topic.assignment = assignment
+        partitions = set(assignment.partitions) if assignment else set()
+        for partition in partitions - topic.state_watches.keys():
+            tp = TopicPartition(name, partition)
+            topic.state_watches[partition] = self._store.watch_partition_state(
+                tp, lambda state, tp=tp: self._on_state(tp, state))
+        for partition in topic.state_watches.keys() - partitions:
+            topic.state_watches.pop(partition).cancel()
+            topic.states.pop(partition, None)
+        self._on_dirty(name)
+
+    def _on_state(self, partition: TopicPartition, state: PartitionState | None) -> None:
+        topic = self._topics.get(partition.topic)
+        if topic is None or partition.partition not in topic.state_watches:
+            return
+        if state is None:
+            topic.states.pop(partition.partition, None)
+        else:
+            topic.states[partition.partition] = state
+        self._on_dirty(partition.topic)
