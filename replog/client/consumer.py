@@ -14,8 +14,10 @@ or read twice.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import logging
+import operator
 import random
 import threading
 import time
@@ -54,6 +56,7 @@ FETCHER_IDLE_WAIT_MS = 250
 HEADER_BYTES = 61
 
 _new_record = tuple.__new__
+_offset_of = operator.attrgetter("offset")
 
 
 @dataclass(frozen=True)
@@ -111,21 +114,21 @@ class CompletedFetch:
                 continue
             records = batch.records
             epoch = batch.partition_leader_epoch
-            index = self._index
-            while index < len(records) and limit > 0:
-                record = records[index]
-                index += 1
-                if record.offset < position:
-                    continue
-                out.append(_new_record(ConsumerRecord, (
-                    topic, partition, record.offset, record.timestamp, record.key, record.value,
-                    record.headers, epoch,
-                )))
-                limit -= 1
-                position = record.offset + 1
-            self._index = index
-            last_epoch = epoch
-            if index >= len(records):
+            start = self._index
+            if start < len(records) and records[start].offset < position:
+                start = bisect.bisect_left(records, position, lo=start, key=_offset_of)
+            end = min(len(records), start + limit)
+            if start < end:
+                out += [
+                    _new_record(ConsumerRecord, (topic, partition, record.offset, record.timestamp, record.key,
+                                                 record.value, record.headers, epoch))
+                    for record in records[start:end]
+                ]
+                limit -= end - start
+                position = records[end - 1].offset + 1
+                last_epoch = epoch
+            self._index = end
+            if end >= len(records):
                 position = max(position, batch.next_offset)
                 self._batch = None
         return position, last_epoch
