@@ -1,9 +1,8 @@
 """Walking the batches of a segment file: headers only, or headers and CRCs.
 
-Storage never looks inside batches except in the cleaner. Batches that reach a
-segment were checked whole on their way in (the leader walks every record once,
-see `validate_batches`); after that the CRC-32C vouches for the bytes, so the
-follower's append and recovery check headers, sizes and CRCs, never records.
+Storage never looks inside batches except in the cleaner (and, on compacted
+topics, for keys). Appends and recovery check each batch's header fields,
+sizes and CRC-32C; the records inside are the producer's, vouched for by its CRC.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ SCAN_CHUNK_BYTES = 8 * 1024 * 1024
 # Header walks (index lookups, reloads) read this much at a time.
 HEADER_CHUNK_BYTES = 64 * 1024
 # Size limits are checked on the way in; stored batches are bounded only by the format.
-_ANY_SIZE = INT32_MAX + LOG_OVERHEAD
+ANY_SIZE = INT32_MAX + LOG_OVERHEAD
 
 _PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
 
@@ -50,14 +49,19 @@ def iter_headers(fd: int, start: int, end: int) -> Iterator[tuple[int, BatchHead
         pos += offset
 
 
-def check_stored_batches(buf: memoryview) -> ValidationResult:
-    """Headers, sizes and CRCs of every batch in `buf` (no record walk), as validate_batches answers."""
-    if len(buf) == 0:
+def check_batches(buf: bytearray | memoryview, *, max_message_bytes: int = ANY_SIZE) -> ValidationResult:
+    """Headers, sizes and CRCs of every batch in `buf`, answered as `validate_batches` answers.
+
+    The same checks as `validate_batches` except the walk over record lengths
+    inside uncompressed batches: the broker does no per-record work.
+    """
+    view = memoryview(buf)
+    if len(view) == 0:
         return ValidationResult(ErrorCode.INVALID_REQUEST, "the records are empty; at least one batch is required")
     headers: list[BatchHeader] = []
     pos = 0
-    while pos < len(buf):
-        checked = check_batch(buf, pos, _ANY_SIZE, walk=False)
+    while pos < len(view):
+        checked = check_batch(view, pos, max_message_bytes, walk=False)
         if isinstance(checked, Problem):
             return ValidationResult(checked.error, checked.reason)
         headers.append(checked)
@@ -85,7 +89,7 @@ def scan_valid_batches(fd: int, size_bytes: int, base_offset: int) -> Iterator[t
                 return
             if batch_end > len(view):
                 break
-            header = check_batch(view[:batch_end], offset, _ANY_SIZE, walk=False)
+            header = check_batch(view[:batch_end], offset, ANY_SIZE, walk=False)
             if isinstance(header, Problem) or header.base_offset < next_offset:
                 return
             if header.last_offset - base_offset > INT32_MAX:

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from replog.core.errors import ErrorCode
-from replog.protocol import BatchHeader, decode_batch, read_header, stamp_batches, validate_batches
+from replog.protocol import BatchHeader, decode_batch, read_header, stamp_batches
 from replog.storage import cleaner, retention
-from replog.storage.batches import INT32_MAX, check_stored_batches
+from replog.storage.batches import INT32_MAX, check_batches
 from replog.storage.checkpoint import LeaderEpochCheckpointFile
 from replog.storage.config import LogConfig
 from replog.storage.files import (
@@ -157,14 +157,17 @@ class PartitionLog:
     # -- appending ------------------------------------------------------------------
 
     def append_as_leader(self, batches: bytes | bytearray, leader_epoch: int, now_ms: int) -> AppendInfo:
-        """Validate a producer's batches, give them offsets from the LEO and our epoch, append them.
+        """Check a producer's batches, give them offsets from the LEO and our epoch, append them.
 
-        The offsets and epoch are written into the batch headers in place (a
-        bytearray is stamped as given; bytes are copied once); no record is re-encoded.
+        Each batch's header fields, size (max.message.bytes) and CRC are
+        checked; records are not walked (DESIGN §12: no per-record work on the
+        broker). The offsets and epoch are written into the batch headers in
+        place (a bytearray is stamped as given; bytes are copied once); no
+        record is re-encoded.
         """
         self._now_ms = now_ms
         buf = batches if isinstance(batches, bytearray) else bytearray(batches)
-        checked = validate_batches(buf, max_message_bytes=self.config.max_message_bytes)
+        checked = check_batches(buf, max_message_bytes=self.config.max_message_bytes)
         if not checked.ok:
             return AppendInfo(checked.error, checked.reason)
         if self.config.compacts:
@@ -179,7 +182,8 @@ class PartitionLog:
     def append_as_follower(self, batches: bytes | bytearray | memoryview, *, now_ms: int | None = None) -> AppendInfo:
         """Append batches fetched from the leader, keeping the leader's offsets and epochs.
 
-        Checks headers, sizes and CRCs (the leader checked the records). The
+        Checks header fields, sizes and CRCs, as the leader did; no size limit
+        (a topic's max.message.bytes may have shrunk since the leader took them). The
         first batch must start at or after the LEO: after the leader compacted
         its log there may be a gap, never an overlap. One exception, as in
         Kafka: an empty log whose start lies inside the leader's first batch
@@ -188,7 +192,7 @@ class PartitionLog:
         if now_ms is not None:
             self._now_ms = now_ms
         view = memoryview(batches)
-        checked = check_stored_batches(view)
+        checked = check_batches(view)
         if not checked.ok:
             return AppendInfo(checked.error, checked.reason)
         headers = checked.headers
