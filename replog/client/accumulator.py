@@ -7,14 +7,17 @@ of those leaders (`drain`), and reports each batch's outcome (`complete` or
 in as a number (monotonic milliseconds), so the rules can be tested without
 a clock.
 
-Ordering within a partition: batches leave in the order they were opened.
-A batch that comes back for a retry goes to the front of its partition's
-queue (in opening order) and waits until nothing else of that partition is in
-flight; while it is in flight again the partition sends nothing else. So a
-retry is never overtaken by a later batch. (A later batch that was already in
-flight when the first one failed, and that succeeded, stays written: as in
-Kafka without idempotence, max_in_flight_requests_per_connection=1 rules
-that out.)
+Ordering within a partition: a partition has at most one batch in flight,
+and batches leave in the order they were opened; a batch that comes back for
+a retry goes to the front of its partition's queue. Several requests to one
+leader may be in flight at once, but they carry different partitions: gRPC
+streams on one channel have no order among them, and a broker may append
+two concurrent requests in either order, so a second batch of the same
+partition in flight could overtake the first. (Kafka's idempotent producer
+pipelines one partition safely through sequence numbers; replog's producer
+has none yet.) While a batch is in flight its partition's open batch keeps
+filling, so batches grow to what one round trip's worth of records is, up
+to batch_size.
 """
 
 from __future__ import annotations
@@ -109,8 +112,7 @@ class RecordAccumulator:
         self._space = threading.Condition(self._lock)
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._open: dict[TopicPartition, ProducerBatch] = {}  # the batch taking records, per partition
-        self._in_flight: dict[TopicPartition, int] = {}
-        self._muted: dict[TopicPartition, ProducerBatch] = {}  # partitions with a retry in flight
+        self._in_flight: set[TopicPartition] = set()  # partitions with a batch in flight
         self._incomplete: set[ProducerBatch] = set()
         self._buffered_bytes = 0
         self._sequence = 0
@@ -231,7 +233,7 @@ class RecordAccumulator:
         next_ready_ms = INFINITE_MS
         with self._lock:
             for tp, queue in self._queues.items():
-                if not queue or tp in self._muted:
+                if not queue or tp in self._in_flight:
                     continue
                 leader = metadata.leader_of(tp)
                 if leader < 0:
@@ -250,8 +252,7 @@ class RecordAccumulator:
         """How long the head batch of `tp` must still wait; 0 or less means send it now."""
         batch = queue[0]
         if batch.attempts:
-            # A retry waits for every other batch of its partition to come back, then its backoff.
-            return INFINITE_MS if self._in_flight.get(tp) else batch.retry_at_ms - now_ms
+            return batch.retry_at_ms - now_ms
         if len(queue) > 1 or self._flushing or self._closing:
             return 0
         return batch.created_ms + self._linger_ms - now_ms
@@ -272,13 +273,13 @@ class RecordAccumulator:
                 partitions = partitions[self._drain_start:] + partitions[: self._drain_start]
             for tp in partitions:
                 queue = self._queues[tp]
-                if not queue or tp in self._muted:
+                if not queue or tp in self._in_flight:
                     continue
                 leader = metadata.leader_of(tp)
                 if leader not in leaders:
                     continue
                 batch = queue[0]
-                if batch.attempts and (self._in_flight.get(tp) or batch.retry_at_ms > now_ms):
+                if batch.attempts and batch.retry_at_ms > now_ms:
                     continue
                 size = request_bytes.get(leader, 0)
                 if size and size + batch.size_bytes > max_request_size:
@@ -286,10 +287,8 @@ class RecordAccumulator:
                 queue.popleft()
                 if self._open.get(tp) is batch:
                     del self._open[tp]
-                if batch.attempts:
-                    self._muted[tp] = batch
                 batch.attempts += 1
-                self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
+                self._in_flight.add(tp)
                 drained.setdefault(leader, []).append(batch)
                 request_bytes[leader] = size + batch.size_bytes
         return drained
@@ -341,13 +340,7 @@ class RecordAccumulator:
             return self._closing and not self._incomplete
 
     def _settle_in_flight(self, batch: ProducerBatch) -> None:
-        count = self._in_flight.get(batch.tp, 0) - 1
-        if count > 0:
-            self._in_flight[batch.tp] = count
-        else:
-            self._in_flight.pop(batch.tp, None)
-        if self._muted.get(batch.tp) is batch:
-            del self._muted[batch.tp]
+        self._in_flight.discard(batch.tp)
 
     def _release(self, batch: ProducerBatch) -> None:
         if self._open.get(batch.tp) is batch:

@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 
 from replog.api.broker.v1 import broker_pb2
-from replog.client.accumulator import INFINITE_MS, ProducerBatch, RecordAccumulator, record_size_bytes
+from replog.client.accumulator import ProducerBatch, RecordAccumulator, record_size_bytes
 from replog.client.cluster import ClusterMetadata
 from replog.client.errors import (
     ClientError,
