@@ -7,12 +7,21 @@ import logging
 from collections.abc import Sequence
 
 import grpc
-import prometheus_client
 
 from replog import config as configuration
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
+from replog.api.coordinator.v1 import coordinator_pb2, coordinator_pb2_grpc
+from replog.broker import metrics
+from replog.broker.controller_channel import ControllerChannel, ProposalKey
+from replog.broker.fetcher import LeaderFetcher
 from replog.broker.meta import check_log_dirs
+from replog.broker.partition import PartitionDriver
+from replog.broker.partitions import Partitions, TopicSettings, now_ms
+from replog.broker.servicer import BrokerServicer
 from replog.config import Setting
+from replog.core.config import ReplicaConfig
+from replog.core.messages import AlterPartitionResponse, ProposeIsr, SendFetch
+from replog.storage import LogConfig, LogConfigError
 from replog.zk.store import BrokerRegistration, MetadataStore
 
 log = logging.getLogger("replog.broker")
@@ -27,16 +36,41 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("broker.rack", configuration.string, "", "the rack (or zone) of this broker"),
     Setting("log.dirs", configuration.path_list, ("/tmp/replog-logs",),
             "comma-separated directories holding the partition logs"),
+    Setting("replica.lag.time.max.ms", configuration.integer(1, 2**31 - 1), 30_000,
+            "a follower not caught up for this long leaves the ISR"),
+    Setting("replica.fetch.wait.max.ms", configuration.integer(0, 60_000), 500,
+            "how long a leader holds a follower's fetch that has nothing to return"),
+    Setting("replica.fetch.max.bytes", configuration.integer(1024, 2**31 - 1), 1_048_576,
+            "bytes a follower asks for per partition in one fetch"),
+    Setting("min.insync.replicas", configuration.integer(1, 1000), 1,
+            "default for topics: ISR size below which acks=all produce is refused"),
+    Setting("message.max.bytes", configuration.integer(0, 2**31 - 1), 1_048_588,
+            "default for topics (max.message.bytes): the largest record batch accepted"),
+    Setting("log.segment.bytes", configuration.integer(14, 2**31 - 1), 1 << 30,
+            "default for topics (segment.bytes): segment size before a roll"),
+    Setting("log.retention.ms", configuration.integer(-1, 2**63 - 1), 7 * 24 * 3_600_000,
+            "default for topics (retention.ms)"),
+    Setting("log.retention.bytes", configuration.integer(-1, 2**63 - 1), -1,
+            "default for topics (retention.bytes)"),
+    Setting("log.flush.interval.messages", configuration.integer(1, 2**63 - 1), 2**63 - 1,
+            "default for topics (flush.messages): records between fsyncs"),
+    Setting("log.flush.interval.ms", configuration.integer(0, 2**63 - 1), 2**63 - 1,
+            "default for topics (flush.ms): longest time between fsyncs"),
     *configuration.ZOOKEEPER_SETTINGS,
     *configuration.SERVER_SETTINGS,
 )
 
-PARTITION_COUNT = prometheus_client.Gauge(
-    "replog_partition_count", "Partition replicas hosted on this broker."
-)
-LEADER_COUNT = prometheus_client.Gauge(
-    "replog_leader_count", "Partitions this broker leads."
-)
+# Broker settings that give topics their defaults, under the topic config's name.
+TOPIC_DEFAULTS = {
+    "min.insync.replicas": "min.insync.replicas",
+    "message.max.bytes": "max.message.bytes",
+    "log.segment.bytes": "segment.bytes",
+    "log.retention.ms": "retention.ms",
+    "log.retention.bytes": "retention.bytes",
+    "log.flush.interval.messages": "flush.messages",
+    "log.flush.interval.ms": "flush.ms",
+}
+REPLICA_SETTINGS = ("replica.lag.time.max.ms", "replica.fetch.wait.max.ms", "replica.fetch.max.bytes")
 
 
 class BrokerProcess:
@@ -49,29 +83,53 @@ class BrokerProcess:
         self._log_dirs: tuple[str, ...] = config["log.dirs"]
         self._metrics_port: int = config["metrics.port"]
         self._session_timeout_ms: int = config["zookeeper.session.timeout.ms"]
+        self._max_message_bytes: int = config["socket.request.max.bytes"]
+        self._topic_defaults = {topic_name: str(config[name]) for name, topic_name in TOPIC_DEFAULTS.items()}
+        self._replica_defaults = {name: config[name] for name in REPLICA_SETTINGS}
         self._store = MetadataStore(
             config["zookeeper.connect"],
             session_timeout_ms=self._session_timeout_ms,
             connection_timeout_ms=config["zookeeper.connection.timeout.ms"],
         )
         self.broker_epoch: int | None = None
+        self._topic_configs: dict[str, TopicSettings] = {}
+        self._endpoints: dict[int, str] = {}
+        self._fetchers: dict[int, LeaderFetcher] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._controller = ControllerChannel(self.broker_id, self._max_message_bytes, self._on_alter_partition_answer)
+        self._partitions = Partitions(self.broker_id, self._log_dirs, self._settings_for,
+                                      self._send_fetch, self._propose_isr)
 
     def add_to_server(self, server: grpc.aio.Server) -> Sequence[str]:
-        broker_pb2_grpc.add_BrokerServiceServicer_to_server(broker_pb2_grpc.BrokerServiceServicer(), server)
-        return [broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name]
+        servicer = BrokerServicer(self._partitions, lambda: self.broker_epoch,
+                                  self._learn_topics, self._learn_endpoints)
+        broker_pb2_grpc.add_BrokerServiceServicer_to_server(servicer, server)
+        # Group and transaction coordination are not built yet: every call answers UNIMPLEMENTED.
+        coordinator_pb2_grpc.add_CoordinatorServiceServicer_to_server(
+            coordinator_pb2_grpc.CoordinatorServiceServicer(), server)
+        return [broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name,
+                coordinator_pb2.DESCRIPTOR.services_by_name["CoordinatorService"].full_name]
 
     async def start(self) -> None:
         await self._store.start()
         cluster_id = await self._store.cluster_id()
         check_log_dirs(self._log_dirs, broker_id=self.broker_id, cluster_id=cluster_id)
-        PARTITION_COUNT.set(0)
-        LEADER_COUNT.set(0)
+        self._partitions.start()
+        self._controller.start()
+        metrics.PARTITION_COUNT.set(0)
+        metrics.LEADER_COUNT.set(0)
         await self._register()
+        self._store.watch_controller(self._controller.controller_changed)
         self._store.on_session_restored(self._on_session_restored)
 
     async def stop(self) -> None:
+        for fetcher in self._fetchers.values():
+            await fetcher.stop()
+        await self._controller.stop()
+        self._partitions.close()
         await self._store.stop()
+
+    # -- registration ----------------------------------------------------------------------
 
     async def _register(self) -> None:
         registration = BrokerRegistration(
@@ -81,6 +139,7 @@ class BrokerProcess:
         # A kill -9'd predecessor's znode lives until its session times out.
         wait_s = self._session_timeout_ms / 1000 + 5
         self.broker_epoch = await self._store.register_broker(registration, wait_s=wait_s)
+        self._controller.broker_epoch = self.broker_epoch
         log.info("broker %d registered at %s with broker epoch %d",
                  self.broker_id, self._advertised, self.broker_epoch)
 
@@ -90,3 +149,50 @@ class BrokerProcess:
         task = asyncio.get_running_loop().create_task(self._register())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    # -- what partitions need from the broker -------------------------------------------------
+
+    async def _learn_topics(self, topics: set[str]) -> None:
+        """Read the configs of topics this broker has not hosted before (from /config/topics)."""
+        for topic in topics - self._topic_configs.keys():
+            overrides = await self._store.read_topic_config(topic)
+            merged = {**self._topic_defaults, **overrides}
+            try:
+                log_config = LogConfig.from_topic_config(merged)
+                replica_config = ReplicaConfig.from_properties({**self._replica_defaults, **{
+                    k: v for k, v in merged.items() if k == "min.insync.replicas"}})
+            except (LogConfigError, ValueError) as error:
+                log.error("topic %s has an invalid config (%s); using the broker's defaults", topic, error)
+                log_config = LogConfig.from_topic_config(self._topic_defaults)
+                replica_config = ReplicaConfig.from_properties(self._replica_defaults)
+            self._topic_configs[topic] = TopicSettings(log_config, replica_config)
+
+    def _settings_for(self, topic: str) -> TopicSettings:
+        return self._topic_configs[topic]
+
+    def _learn_endpoints(self, endpoints: list) -> None:
+        for endpoint in endpoints:
+            self._endpoints[endpoint.broker_id] = f"{endpoint.host}:{endpoint.port}"
+
+    def _send_fetch(self, driver: PartitionDriver, message: SendFetch) -> None:
+        fetcher = self._fetchers.get(message.leader_id)
+        if fetcher is None:
+            leader_id = message.leader_id
+            fetcher = LeaderFetcher(self._partitions, leader_id, lambda: self._endpoints.get(leader_id),
+                                    lambda: self.broker_epoch or -1, self._max_message_bytes)
+            self._fetchers[leader_id] = fetcher
+        fetcher.add(driver, message)
+
+    def _propose_isr(self, driver: PartitionDriver, message: ProposeIsr) -> None:
+        log.info("%s proposes ISR %s (leader epoch %d, partition epoch %d)", driver.name,
+                 list(message.request.isr), message.request.leader_epoch, message.request.partition_epoch)
+        self._controller.propose(driver.topic, driver.partition, message.proposal_id, message.request)
+
+    def _on_alter_partition_answer(self, key: ProposalKey, answer: AlterPartitionResponse) -> None:
+        topic, partition, proposal_id = key
+        driver = self._partitions.by_name.get((topic, partition))
+        if driver is None:
+            return
+        now = now_ms()
+        driver.replica.handle_alter_partition_response(proposal_id, answer, now)
+        self._partitions.apply(driver, now)

@@ -1,0 +1,124 @@
+"""The broker's line to the active controller: AlterPartition proposals, batched.
+
+Where the controller is comes from the /controller znode (watched). Proposals
+from all partitions that arrive while a request is in flight go out together
+in the next one, so an ISR change affecting many partitions costs one RPC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+import grpc
+
+from replog.api.controller.v1 import controller_pb2, controller_pb2_grpc
+from replog.core.errors import ErrorCode
+from replog.core.messages import AlterPartitionRequest, AlterPartitionResponse, PartitionState
+from replog.rpc.server import channel_options
+from replog.zk.store import ControllerInfo
+
+log = logging.getLogger("replog.broker")
+
+ALTER_PARTITION_TIMEOUT_S = 10.0
+RETRY_BACKOFF_S = 0.5
+
+# A proposal's identity: (topic, partition, proposal id the core gave it).
+ProposalKey = tuple[str, int, int]
+AnswerHandler = Callable[[ProposalKey, AlterPartitionResponse], None]
+
+
+class ControllerChannel:
+    def __init__(self, broker_id: int, max_message_bytes: int, on_answer: AnswerHandler) -> None:
+        self._broker_id = broker_id
+        self._options = channel_options(max_message_bytes)
+        self._on_answer = on_answer
+        self.broker_epoch = -1
+        self._controller: ControllerInfo | None = None
+        self._channel: grpc.aio.Channel | None = None
+        self._pending: dict[tuple[str, int], tuple[int, AlterPartitionRequest]] = {}
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+        if self._channel is not None:
+            await self._channel.close()
+
+    def controller_changed(self, controller: ControllerInfo | None) -> None:
+        if controller != self._controller and self._channel is not None:
+            asyncio.get_running_loop().create_task(self._channel.close())
+            self._channel = None
+        self._controller = controller
+        self._wakeup.set()
+
+    def propose(self, topic: str, partition: int, proposal_id: int, request: AlterPartitionRequest) -> None:
+        """Queue a proposal; a newer one for the same partition replaces an unsent older one."""
+        self._pending[(topic, partition)] = (proposal_id, request)
+        self._wakeup.set()
+
+    async def _run(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            if not self._pending or self._controller is None:
+                continue
+            batch, self._pending = self._pending, {}
+            try:
+                response = await self._send(batch)
+            except grpc.aio.AioRpcError as error:
+                log.warning("AlterPartition to controller %d failed (%s); retrying",
+                            self._controller.controller_id, error.code().name)
+                self._requeue(batch)
+                await asyncio.sleep(RETRY_BACKOFF_S)
+                continue
+            self._deliver(batch, response)
+
+    def _requeue(self, batch: dict[tuple[str, int], tuple[int, AlterPartitionRequest]]) -> None:
+        for key, value in batch.items():
+            self._pending.setdefault(key, value)
+        self._wakeup.set()
+
+    async def _send(self, batch: dict[tuple[str, int], tuple[int, AlterPartitionRequest]]) -> controller_pb2.AlterPartitionResponse:
+        assert self._controller is not None
+        if self._channel is None:
+            address = f"{self._controller.host}:{self._controller.port}"
+            self._channel = grpc.aio.insecure_channel(address, options=self._options)
+        request = controller_pb2.AlterPartitionRequest(broker_id=self._broker_id, broker_epoch=self.broker_epoch)
+        for (topic, partition), (_, proposal) in batch.items():
+            request.partitions.add(topic=topic, partition=partition, leader_epoch=proposal.leader_epoch,
+                                   new_isr=list(proposal.isr), partition_epoch=proposal.partition_epoch)
+        stub = controller_pb2_grpc.ControllerServiceStub(self._channel)
+        return await stub.AlterPartition(request, timeout=ALTER_PARTITION_TIMEOUT_S)
+
+    def _deliver(self, batch: dict[tuple[str, int], tuple[int, AlterPartitionRequest]],
+                 response: controller_pb2.AlterPartitionResponse) -> None:
+        whole = ErrorCode(response.error_code) if response.error_code else ErrorCode.UNKNOWN_SERVER_ERROR
+        if whole in (ErrorCode.NOT_CONTROLLER, ErrorCode.STALE_CONTROLLER_EPOCH):
+            # The controller moved; the watch on /controller will point us at the new one.
+            self._requeue(batch)
+            return
+        results = {(r.topic, r.partition): r for r in response.partitions}
+        for key, (proposal_id, _) in batch.items():
+            result = results.get(key)
+            if whole != ErrorCode.NONE or result is None:
+                answer = AlterPartitionResponse(whole if whole != ErrorCode.NONE else ErrorCode.UNKNOWN_SERVER_ERROR)
+            else:
+                answer = _answer(result)
+            self._on_answer((key[0], key[1], proposal_id), answer)
+
+
+def _answer(result: controller_pb2.AlterPartitionResult) -> AlterPartitionResponse:
+    error = ErrorCode(result.error_code) if result.error_code else ErrorCode.UNKNOWN_SERVER_ERROR
+    if error != ErrorCode.NONE:
+        return AlterPartitionResponse(error)
+    return AlterPartitionResponse(
+        ErrorCode.NONE,
+        PartitionState(leader=result.leader, leader_epoch=result.leader_epoch, isr=tuple(result.isr),
+                       partition_epoch=result.partition_epoch, replicas=()),
+    )

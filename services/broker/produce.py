@@ -1,0 +1,88 @@
+"""Produce: validate each partition's batches, hand them to the leader's core, await the answers.
+
+Batches are checked once here (CRC, sizes, max.message.bytes) so that a bad
+batch is refused with a reason before the core sees it; the bytes then go to
+the log untouched except for the header fields the leader stamps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from replog.api.broker.v1 import broker_pb2
+from replog.broker import metrics
+from replog.broker.partitions import Partitions, now_ms
+from replog.core.errors import ErrorCode
+from replog.core.messages import ACKS_NONE, CompleteProduce, ProduceRequest
+from replog.protocol.batch import validate_batches
+
+# A produce request may wait this much longer than its own timeout for the core's
+# answer (ticks are 50 ms apart); past it, the broker answers REQUEST_TIMED_OUT itself.
+ANSWER_GRACE_S = 1.0
+
+
+async def handle_produce(partitions: Partitions, request: broker_pb2.ProduceRequest) -> broker_pb2.ProduceResponse:
+    response = broker_pb2.ProduceResponse()
+    waits: list[tuple[broker_pb2.ProducePartitionResponse, asyncio.Future[CompleteProduce]]] = []
+    now = now_ms()
+    for topic_data in request.topics:
+        topic_response = response.topics.add(topic=topic_data.topic)
+        for partition_data in topic_data.partitions:
+            result = topic_response.partitions.add(partition=partition_data.partition, base_offset=-1,
+                                                   log_append_time_ms=-1, log_start_offset=-1)
+            waiter = _append(partitions, topic_data.topic, partition_data, request, result, now)
+            if waiter is not None:
+                waits.append((result, waiter))
+    if request.acks == ACKS_NONE:
+        return response
+    timeout_s = max(request.timeout_ms, 0) / 1000 + ANSWER_GRACE_S
+    for result, waiter in waits:
+        try:
+            completion = await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
+        except TimeoutError:
+            completion = CompleteProduce(None, ErrorCode.REQUEST_TIMED_OUT)
+        _fill(result, completion.error, base_offset=completion.base_offset)
+    return response
+
+
+def _append(
+    partitions: Partitions,
+    topic: str,
+    data: broker_pb2.ProducePartitionData,
+    request: broker_pb2.ProduceRequest,
+    result: broker_pb2.ProducePartitionResponse,
+    now: int,
+) -> asyncio.Future[CompleteProduce] | None:
+    driver = partitions.by_name.get((topic, data.partition))
+    if driver is None:
+        _fill(result, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+              f"this broker hosts no replica of {topic}-{data.partition}")
+        return None
+    checked = validate_batches(data.records, max_message_bytes=driver.log.config.max_message_bytes)
+    if not checked.ok:
+        _fill(result, checked.error, checked.reason)
+        return None
+    record_count = sum(header.last_offset_delta + 1 for header in checked.headers)
+    request_id = partitions.new_request_id()
+    waiter: asyncio.Future[CompleteProduce] = asyncio.get_running_loop().create_future()
+    if request.acks != ACKS_NONE:
+        partitions.produce_waiters[request_id] = waiter
+    driver.replica.handle_produce(
+        ProduceRequest(request_id, bytearray(data.records), record_count, request.acks, request.timeout_ms,
+                       data.current_leader_epoch if data.current_leader_epoch else -1),
+        now,
+    )
+    partitions.apply(driver, now)
+    metrics.BYTES_IN.labels(topic).inc(len(data.records))
+    metrics.MESSAGES_IN.labels(topic).inc(record_count)
+    metrics.PRODUCE_PURGATORY.set(len(partitions.produce_waiters))
+    result.log_start_offset = driver.log.log_start_offset
+    return waiter if request.acks != ACKS_NONE else None
+
+
+def _fill(result: broker_pb2.ProducePartitionResponse, error: ErrorCode, message: str = "",
+          base_offset: int = -1) -> None:
+    result.error_code = int(error)
+    if error != ErrorCode.NONE:
+        result.error_message = message or error.name
+    result.base_offset = base_offset if error == ErrorCode.NONE else -1

@@ -1,0 +1,102 @@
+"""BrokerService: decode, call the driver, encode. The rules live in the core and the driver."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import grpc
+
+from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
+from replog.broker.fetch import handle_fetch, handle_list_offsets, handle_offsets_for_leader_epoch
+from replog.broker.partitions import Partitions
+from replog.broker.produce import handle_produce
+from replog.core.errors import ErrorCode
+from replog.core.messages import PartitionState
+
+log = logging.getLogger("replog.broker")
+
+
+class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
+    def __init__(
+        self,
+        partitions: Partitions,
+        broker_epoch: Callable[[], int | None],
+        learn_topics: Callable[[set[str]], Awaitable[None]],
+        learn_endpoints: Callable[[list], None],
+    ) -> None:
+        self._partitions = partitions
+        self._broker_epoch = broker_epoch
+        self._learn_topics = learn_topics
+        self._learn_endpoints = learn_endpoints
+
+    async def Produce(self, request: broker_pb2.ProduceRequest, context: grpc.aio.ServicerContext) -> broker_pb2.ProduceResponse:
+        return await handle_produce(self._partitions, request)
+
+    async def Fetch(self, request: broker_pb2.FetchRequest, context: grpc.aio.ServicerContext) -> broker_pb2.FetchResponse:
+        return await handle_fetch(self._partitions, request)
+
+    async def ListOffsets(self, request: broker_pb2.ListOffsetsRequest,
+                          context: grpc.aio.ServicerContext) -> broker_pb2.ListOffsetsResponse:
+        return handle_list_offsets(self._partitions, request)
+
+    async def OffsetsForLeaderEpoch(self, request: broker_pb2.OffsetsForLeaderEpochRequest,
+                                    context: grpc.aio.ServicerContext) -> broker_pb2.OffsetsForLeaderEpochResponse:
+        return handle_offsets_for_leader_epoch(self._partitions, request)
+
+    def _fence(self, controller_epoch: int, broker_epoch: int) -> ErrorCode:
+        """A controller request must come from the newest controller and name this incarnation."""
+        error = self._partitions.check_controller_epoch(controller_epoch)
+        if error != ErrorCode.NONE:
+            log.warning("refused a request from controller epoch %d (newest seen: %d)",
+                        controller_epoch, self._partitions.controller_epoch)
+            return error
+        ours = self._broker_epoch()
+        if broker_epoch not in (-1, ours):
+            log.warning("refused a controller request for broker epoch %d (ours is %s)", broker_epoch, ours)
+            return ErrorCode.STALE_BROKER_EPOCH
+        return ErrorCode.NONE
+
+    async def LeaderAndIsr(self, request: broker_pb2.LeaderAndIsrRequest,
+                           context: grpc.aio.ServicerContext) -> broker_pb2.LeaderAndIsrResponse:
+        error = self._fence(request.controller_epoch, request.broker_epoch)
+        if error != ErrorCode.NONE:
+            return broker_pb2.LeaderAndIsrResponse(error_code=int(error), error_message=_fence_message(error))
+        self._learn_endpoints(list(request.live_leaders))
+        await self._learn_topics({state.topic for state in request.partition_states})
+        response = broker_pb2.LeaderAndIsrResponse(error_code=int(ErrorCode.NONE))
+        for state in request.partition_states:
+            result = self._partitions.leader_and_isr(
+                state.topic, state.partition,
+                PartitionState(leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
+                               partition_epoch=state.partition_epoch, replicas=tuple(state.replicas)),
+            )
+            response.partition_results.add(topic=state.topic, partition=state.partition, error_code=int(result),
+                                           error_message="" if result == ErrorCode.NONE else result.name)
+        return response
+
+    async def StopReplica(self, request: broker_pb2.StopReplicaRequest,
+                          context: grpc.aio.ServicerContext) -> broker_pb2.StopReplicaResponse:
+        error = self._fence(request.controller_epoch, request.broker_epoch)
+        if error != ErrorCode.NONE:
+            return broker_pb2.StopReplicaResponse(error_code=int(error), error_message=_fence_message(error))
+        response = broker_pb2.StopReplicaResponse(error_code=int(ErrorCode.NONE))
+        for partition in request.partitions:
+            result = self._partitions.stop_replica(partition.topic, partition.partition, partition.delete_partition)
+            response.partition_results.add(topic=partition.topic, partition=partition.partition,
+                                           error_code=int(result))
+        return response
+
+    async def UpdateMetadata(self, request: broker_pb2.UpdateMetadataRequest,
+                             context: grpc.aio.ServicerContext) -> broker_pb2.UpdateMetadataResponse:
+        error = self._fence(request.controller_epoch, request.broker_epoch)
+        if error != ErrorCode.NONE:
+            return broker_pb2.UpdateMetadataResponse(error_code=int(error), error_message=_fence_message(error))
+        self._learn_endpoints(list(request.live_brokers))
+        return broker_pb2.UpdateMetadataResponse(error_code=int(ErrorCode.NONE))
+
+
+def _fence_message(error: ErrorCode) -> str:
+    if error == ErrorCode.STALE_CONTROLLER_EPOCH:
+        return "a newer controller has spoken to this broker; this request comes from a controller that lost"
+    return "the request names another incarnation of this broker"
