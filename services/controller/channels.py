@@ -1,0 +1,202 @@
+"""Requests from the active controller to the brokers: LeaderAndIsr and UpdateMetadata.
+
+One `BrokerChannel` per live broker registration (a broker id at one broker
+epoch), in the manner of Kafka's RequestSendThread: requests to one broker go
+out in order, one at a time, each with a deadline, so a dead or paused broker
+delays nobody else. What waits to be sent is kept per partition, newest state
+winning, so a slow broker gets one request with the latest state of everything
+rather than a backlog; the pending work is bounded by the partition count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+import grpc
+
+from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
+from replog.api.common.v1 import common_pb2
+from replog.rpc.server import channel_options
+from replog.zk.records import PartitionState, TopicPartition
+from replog.zk.store import BrokerRegistration
+
+log = logging.getLogger("replog.controller")
+
+RETRY_BACKOFF_S_MIN = 0.1
+RETRY_BACKOFF_S_MAX = 5.0
+# Transport failures worth another attempt; anything else is logged and dropped.
+RETRIABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+             grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.CANCELLED)
+
+
+def endpoint(registration: BrokerRegistration) -> common_pb2.BrokerEndpoint:
+    return common_pb2.BrokerEndpoint(broker_id=registration.broker_id, host=registration.host,
+                                     port=registration.port, rack=registration.rack or "")
+
+
+def leader_and_isr_state(
+    partition: TopicPartition, topic_id: str, state: PartitionState, replicas: Sequence[int], *, is_new: bool
+) -> broker_pb2.LeaderAndIsrPartitionState:
+    return broker_pb2.LeaderAndIsrPartitionState(
+        topic=partition.topic, topic_id=topic_id, partition=partition.partition,
+        controller_epoch=state.controller_epoch, leader=state.leader, leader_epoch=state.leader_epoch,
+        isr=state.isr, partition_epoch=state.partition_epoch, replicas=replicas, is_new=is_new,
+    )
+
+
+def update_metadata_state(
+    partition: TopicPartition, topic_id: str, state: PartitionState, replicas: Sequence[int],
+    live: Iterable[int],
+) -> broker_pb2.UpdateMetadataPartitionState:
+    alive = set(live)
+    return broker_pb2.UpdateMetadataPartitionState(
+        topic=partition.topic, topic_id=topic_id, partition=partition.partition,
+        controller_epoch=state.controller_epoch, leader=state.leader, leader_epoch=state.leader_epoch,
+        isr=state.isr, partition_epoch=state.partition_epoch, replicas=replicas,
+        offline_replicas=[b for b in replicas if b not in alive],
+    )
+
+
+class BrokerChannel:
+    """The active controller's requests to one broker incarnation."""
+
+    def __init__(
+        self,
+        registration: BrokerRegistration,
+        *,
+        controller_id: int,
+        controller_epoch: int,
+        timeout_s: float,
+        message_bytes_max: int,
+    ) -> None:
+        self.registration = registration
+        self._controller_id = controller_id
+        self._controller_epoch = controller_epoch
+        self._timeout_s = timeout_s
+        self._channel = grpc.aio.insecure_channel(
+            f"{registration.host}:{registration.port}", options=channel_options(message_bytes_max))
+        self._stub = broker_pb2_grpc.BrokerServiceStub(self._channel)
+        self._leader_and_isr: dict[TopicPartition, broker_pb2.LeaderAndIsrPartitionState] = {}
+        self._live_leaders: dict[int, common_pb2.BrokerEndpoint] = {}
+        self._update_metadata: dict[TopicPartition, broker_pb2.UpdateMetadataPartitionState] = {}
+        self._live_brokers: list[common_pb2.BrokerEndpoint] | None = None  # set: an UpdateMetadata is due
+        self._unimplemented_reported: set[str] = set()
+        self._wake = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    @property
+    def broker_id(self) -> int:
+        return self.registration.broker_id
+
+    def queue_leader_and_isr(
+        self, states: Iterable[broker_pb2.LeaderAndIsrPartitionState], leaders: Iterable[common_pb2.BrokerEndpoint]
+    ) -> None:
+        for state in states:
+            self._leader_and_isr[TopicPartition(state.topic, state.partition)] = state
+        for leader in leaders:
+            self._live_leaders[leader.broker_id] = leader
+        self._wake.set()
+
+    def queue_update_metadata(
+        self, states: Iterable[broker_pb2.UpdateMetadataPartitionState], live_brokers: list[common_pb2.BrokerEndpoint]
+    ) -> None:
+        for state in states:
+            self._update_metadata[TopicPartition(state.topic, state.partition)] = state
+        self._live_brokers = live_brokers
+        self._wake.set()
+
+    async def close(self) -> None:
+        self._task.cancel()
+        await self._channel.close()
+
+    async def _run(self) -> None:
+        backoff_s = RETRY_BACKOFF_S_MIN
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._leader_and_isr or self._live_brokers is not None:
+                try:
+                    delivered = await self._send_leader_and_isr() and await self._send_update_metadata()
+                except Exception:
+                    log.exception("broker %d: sending failed", self.broker_id)
+                    delivered = False
+                if delivered:
+                    backoff_s = RETRY_BACKOFF_S_MIN
+                    continue
+                await asyncio.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, RETRY_BACKOFF_S_MAX)
+
+    async def _send_leader_and_isr(self) -> bool:
+        """Send what is pending; False when it must be retried (it is back in the pending set)."""
+        if not self._leader_and_isr:
+            return True
+        states, self._leader_and_isr = self._leader_and_isr, {}
+        leaders = [self._live_leaders[s.leader] for s in states.values() if s.leader in self._live_leaders]
+        request = broker_pb2.LeaderAndIsrRequest(
+            controller_id=self._controller_id, controller_epoch=self._controller_epoch,
+            broker_epoch=self.registration.broker_epoch, partition_states=list(states.values()),
+            live_leaders=list({leader.broker_id: leader for leader in leaders}.values()),
+        )
+        response = await self._call("LeaderAndIsr", self._stub.LeaderAndIsr, request)
+        if response is False:
+            for key, state in states.items():
+                self._leader_and_isr.setdefault(key, state)  # newer states queued meanwhile win
+            return False
+        if response is not None:
+            self._report(response.error_code, response.error_message, "LeaderAndIsr", len(states))
+            failed = [r for r in response.partition_results if r.error_code != common_pb2.ERROR_CODE_NONE]
+            for result in failed[:10]:
+                log.warning("broker %d: LeaderAndIsr for %s-%d failed: %s %s", self.broker_id, result.topic,
+                            result.partition, common_pb2.ErrorCode.Name(result.error_code), result.error_message)
+        return True
+
+    async def _send_update_metadata(self) -> bool:
+        if self._live_brokers is None:
+            return True
+        states, self._update_metadata = self._update_metadata, {}
+        live_brokers, self._live_brokers = self._live_brokers, None
+        request = broker_pb2.UpdateMetadataRequest(
+            controller_id=self._controller_id, controller_epoch=self._controller_epoch,
+            broker_epoch=self.registration.broker_epoch, partition_states=list(states.values()),
+            live_brokers=live_brokers,
+        )
+        response = await self._call("UpdateMetadata", self._stub.UpdateMetadata, request)
+        if response is False:
+            for key, state in states.items():
+                self._update_metadata.setdefault(key, state)
+            if self._live_brokers is None:
+                self._live_brokers = live_brokers
+            return False
+        if response is not None:
+            self._report(response.error_code, response.error_message, "UpdateMetadata", len(states))
+        return True
+
+    async def _call(self, rpc: str, method: Callable[..., Awaitable[Any]], request: Any) -> Any:
+        """The response; None when the call failed in a way not worth retrying; False to retry."""
+        try:
+            return await method(request, timeout=self._timeout_s)
+        except grpc.aio.AioRpcError as error:
+            code = error.code()
+        if code in RETRIABLE:
+            log.info("broker %d: %s not delivered (%s); will retry", self.broker_id, rpc, code.name)
+            return False
+        if code == grpc.StatusCode.UNIMPLEMENTED:
+            # A broker without this RPC yet: the state stays in ZooKeeper and reaches it
+            # in full when it registers again.
+            if rpc not in self._unimplemented_reported:
+                self._unimplemented_reported.add(rpc)
+                log.warning("broker %d does not implement %s; carrying on without it", self.broker_id, rpc)
+            return None
+        log.error("broker %d: %s failed with %s; dropped", self.broker_id, rpc, code.name)
+        return None
+
+    def _report(self, error_code: int, message: str, rpc: str, partitions: int) -> None:
+        if error_code in (common_pb2.ERROR_CODE_NONE, common_pb2.ERROR_CODE_UNSPECIFIED):
+            log.debug("broker %d: %s with %d partitions applied", self.broker_id, rpc, partitions)
+            return
+        log.warning("broker %d refused %s (controller epoch %d, broker epoch %d): %s %s", self.broker_id, rpc,
+                    self._controller_epoch, self.registration.broker_epoch,
+                    common_pb2.ErrorCode.Name(error_code), message)

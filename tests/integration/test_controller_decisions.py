@@ -1,0 +1,236 @@
+"""The controller's pure decisions (replog.controller.decisions): no cluster needed.
+
+They sit with the controller's integration tests until the decisions move into
+replog.core, when they belong in tests/core.
+"""
+
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replog.controller.decisions import (
+    IsrProposal,
+    NewTopic,
+    Rejection,
+    TopicDefaults,
+    assign_replicas,
+    judge_isr_proposal,
+    new_partition_state,
+    plan_topic,
+    reconcile_partition,
+)
+from replog.controller.topic_configs import TOPIC_CONFIGS, InvalidConfig, validate_topic_configs
+from replog.core.errors import ErrorCode
+from replog.zk.records import NO_LEADER, PartitionState, TopicAssignment, TopicPartition
+
+TP = TopicPartition("orders", 0)
+DEFAULTS = TopicDefaults(num_partitions=1, replication_factor=1)
+THREE = {1: None, 2: None, 3: None}
+
+
+def state(leader, isr, leader_epoch=4, partition_epoch=7):
+    return PartitionState(leader=leader, leader_epoch=leader_epoch, isr=tuple(isr), controller_epoch=1,
+                          partition_epoch=partition_epoch)
+
+
+def plan(topic, brokers=THREE, existing=()):
+    return plan_topic(topic, brokers=brokers, existing_topics=existing, defaults=DEFAULTS,
+                      start_index=0, replica_shift=0)
+
+
+# -- placement -----------------------------------------------------------------------------------
+
+
+def test_six_partitions_on_three_brokers_lead_two_each_with_distinct_replicas():
+    placement = assign_replicas(THREE, 6, 3, start_index=1, replica_shift=2)
+    assert sorted(placement) == list(range(6))
+    assert all(len(set(r)) == 3 for r in placement.values())
+    assert Counter(r[0] for r in placement.values()) == {1: 2, 2: 2, 3: 2}
+
+
+@given(brokers=st.integers(1, 9), partitions=st.integers(1, 60), data=st.data())
+def test_leaders_are_spread_evenly_and_replicas_never_repeat(brokers, partitions, data):
+    factor = data.draw(st.integers(1, brokers))
+    start, shift = data.draw(st.integers(0, brokers - 1)), data.draw(st.integers(0, brokers - 1))
+    placement = assign_replicas({b: None for b in range(1, brokers + 1)}, partitions, factor,
+                                start_index=start, replica_shift=shift)
+    leaders = Counter(r[0] for r in placement.values())
+    assert max(leaders.values()) - min(leaders.get(b, 0) for b in range(1, brokers + 1)) <= 1
+    assert all(len(r) == factor and len(set(r)) == factor for r in placement.values())
+
+
+def test_with_racks_every_partition_spans_as_many_racks_as_it_can():
+    racks = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
+    placement = assign_replicas(racks, 12, 3, start_index=0, replica_shift=0)
+    assert all(len({racks[b] for b in r}) == 3 for r in placement.values())
+    assert Counter(r[0] for r in placement.values()) == {b: 2 for b in racks}
+
+    two_racks = {1: "a", 2: "a", 3: "a", 4: "b"}
+    for replicas in assign_replicas(two_racks, 8, 3, start_index=0, replica_shift=0).values():
+        assert {two_racks[b] for b in replicas} == {"a", "b"}
+
+
+def test_a_new_partition_is_led_by_its_first_replica_with_every_replica_in_sync():
+    assert new_partition_state((2, 3, 1), controller_epoch=5) == PartitionState(2, 0, (2, 3, 1), 5, 0)
+
+
+# -- validation of new topics --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("topic, error", [
+    (NewTopic("orders", 3, 4), ErrorCode.INVALID_REPLICATION_FACTOR),
+    (NewTopic("orders", 3, 0), ErrorCode.INVALID_REPLICATION_FACTOR),
+    (NewTopic("orders", 0, 1), ErrorCode.INVALID_PARTITIONS),
+    (NewTopic("orders", 5000, 1), ErrorCode.INVALID_PARTITIONS),
+    (NewTopic("bad name", 1, 1), ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (NewTopic("x" * 250, 1, 1), ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (NewTopic("..", 1, 1), ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (NewTopic("", 1, 1), ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (NewTopic("taken", 1, 1), ErrorCode.TOPIC_ALREADY_EXISTS),
+    (NewTopic("my.topic", 1, 1), ErrorCode.INVALID_TOPIC_EXCEPTION),  # collides with my_topic
+    (NewTopic("orders", 1, 1, configs={"retention.ms": "soon"}), ErrorCode.INVALID_CONFIG),
+    (NewTopic("orders", 1, 1, configs={"no.such.config": "1"}), ErrorCode.INVALID_CONFIG),
+    (NewTopic("orders", 1, 1, configs={"min.insync.replicas": "0"}), ErrorCode.INVALID_CONFIG),
+    (NewTopic("orders", 2, -1, assignments=((0, (1,)), (1, (2,)))), ErrorCode.INVALID_REQUEST),
+    (NewTopic("orders", assignments=((0, (1, 2)), (2, (2, 3)))), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    (NewTopic("orders", assignments=((0, (1, 1)),)), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    (NewTopic("orders", assignments=((0, (1, 9)),)), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    (NewTopic("orders", assignments=((0, (1, 2)), (1, (3,)))), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    (NewTopic("orders", assignments=((0, (1,)), (0, (2,)))), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+])
+def test_a_bad_topic_is_refused_with_kafkas_error_and_a_sentence(topic, error):
+    outcome = plan(topic, existing=("taken", "my_topic"))
+    assert isinstance(outcome, Rejection)
+    assert outcome.error == error
+    assert len(outcome.message) > 10
+
+
+def test_defaults_and_explicit_assignments_are_honoured():
+    outcome = plan_topic(NewTopic("orders"), brokers=THREE, existing_topics=(),
+                         defaults=TopicDefaults(num_partitions=4, replication_factor=2),
+                         start_index=0, replica_shift=0)
+    assert not isinstance(outcome, Rejection)
+    assert len(outcome.replicas) == 4 and outcome.replication_factor == 2
+
+    explicit = plan(NewTopic("orders", assignments=((1, (3, 1)), (0, (2, 3)))))
+    assert not isinstance(explicit, Rejection)
+    assert explicit.replicas == {0: (2, 3), 1: (3, 1)}
+
+
+def test_topic_configs_are_stored_normalised():
+    assert validate_topic_configs({"cleanup.policy": "delete, compact", "unclean.leader.election.enable": "TRUE",
+                                   "compression.type": "ZSTD", "retention.ms": " -1 "}) == {
+        "cleanup.policy": "compact,delete", "unclean.leader.election.enable": "true",
+        "compression.type": "zstd", "retention.ms": "-1"}
+    with pytest.raises(InvalidConfig, match="segment.bytes"):
+        validate_topic_configs({"segment.bytes": "13"})
+    assert {"min.insync.replicas", "unclean.leader.election.enable", "delete.retention.ms"} <= TOPIC_CONFIGS.keys()
+
+
+# -- elections (replog.core.election's rules, applied to a change of the live brokers) -------------
+
+
+def reconcile(before, live, unclean=False):
+    return reconcile_partition(TP, before, (1, 2, 3), live, unclean_allowed=unclean, controller_epoch=9)
+
+
+def test_a_dead_leader_is_replaced_by_the_first_live_isr_member_with_a_new_leader_epoch():
+    change = reconcile(state(1, (1, 3, 2)), {2, 3})
+    assert change.after == PartitionState(2, 5, (3, 2), 9, 8)
+    assert change.leader_changed and not change.unclean
+
+
+def test_a_dead_follower_leaves_the_isr_without_a_leader_change():
+    change = reconcile(state(1, (1, 2, 3)), {1, 3})
+    assert change.after == PartitionState(1, 4, (1, 3), 9, 8)
+    assert not change.leader_changed
+
+
+def test_nothing_changes_when_every_isr_member_is_alive():
+    assert reconcile(state(1, (1, 2)), {1, 2}) is None
+
+
+def test_brokers_dying_together_make_one_change_with_one_partition_epoch_step():
+    change = reconcile(state(1, (1, 2, 3)), {3})
+    assert change.after == PartitionState(3, 5, (3,), 9, 8)
+
+
+def test_with_no_live_isr_member_the_partition_goes_offline_and_keeps_its_last_isr_member():
+    change = reconcile(state(1, (1,)), {2, 3})
+    assert change.after == PartitionState(NO_LEADER, 5, (1,), 9, 8)
+    assert reconcile(change.after, {2, 3}) is None, "still offline: nothing to do until an ISR member returns"
+    back = reconcile(change.after, {1, 2, 3})
+    assert back.after == PartitionState(1, 6, (1,), 9, 9)
+
+
+def test_unclean_election_takes_a_live_replica_when_the_topic_allows_it():
+    change = reconcile(state(1, (1,)), {3}, unclean=True)
+    assert change.unclean and change.after.leader == 3 and change.after.isr == (3,)
+    offline = reconcile(state(1, (1,)), set()).after
+    returned = reconcile(offline, {2}, unclean=True)
+    assert returned.unclean and returned.after.leader == 2
+
+
+@given(
+    isr=st.lists(st.sampled_from([1, 2, 3]), min_size=1, max_size=3, unique=True),
+    live=st.sets(st.sampled_from([1, 2, 3])),
+    unclean=st.booleans(),
+)
+def test_reconciliation_invariants(isr, live, unclean):
+    before = state(isr[0], isr)
+    change = reconcile(before, live, unclean)
+    after = change.after if change else before
+    if after.leader != NO_LEADER:
+        assert after.leader in live and after.leader in after.isr
+        assert set(after.isr) <= live
+    if not unclean and after.leader != NO_LEADER:
+        assert after.leader in isr, "a clean election never leaves the last ISR"
+    if change is not None:
+        assert after.partition_epoch == before.partition_epoch + 1
+        assert after.leader_epoch == before.leader_epoch + (1 if change.leader_changed else 0)
+        assert reconcile(after, live, unclean) is None, "a second pass changes nothing"
+
+
+# -- AlterPartition ------------------------------------------------------------------------------
+
+LIVE_EPOCHS = {1: 100, 2: 200}
+
+
+@pytest.mark.parametrize("proposal, error", [
+    (IsrProposal(1, 3, 7, (1, 2)), ErrorCode.FENCED_LEADER_EPOCH),
+    (IsrProposal(1, 5, 7, (1, 2)), ErrorCode.UNKNOWN_LEADER_EPOCH),
+    (IsrProposal(2, 4, 7, (1, 2)), ErrorCode.INVALID_REQUEST),
+    (IsrProposal(1, 4, 6, (1,)), ErrorCode.INVALID_UPDATE_VERSION),
+    (IsrProposal(1, 4, 7, (2, 3)), ErrorCode.INVALID_REQUEST),
+    (IsrProposal(1, 4, 7, (1, 9)), ErrorCode.INVALID_REQUEST),
+    (IsrProposal(1, 4, 7, (1, 3)), ErrorCode.INELIGIBLE_REPLICA),
+])
+def test_an_isr_proposal_is_checked_and_refused_with_a_sentence(proposal, error):
+    rejection, kept = judge_isr_proposal(proposal, state(1, (1, 2)), (1, 2, 3), LIVE_EPOCHS, controller_epoch=9)
+    assert rejection is not None and rejection.error == error and len(rejection.message) > 10
+    assert kept == state(1, (1, 2))
+
+
+def test_a_resent_proposal_that_was_applied_already_passes_without_a_change():
+    current = state(1, (1, 2))
+    rejection, after = judge_isr_proposal(IsrProposal(1, 4, 6, (1, 2)), current, (1, 2, 3), LIVE_EPOCHS, 9)
+    assert rejection is None and after is current
+
+
+def test_an_accepted_isr_change_bumps_only_the_partition_epoch():
+    rejection, after = judge_isr_proposal(IsrProposal(1, 4, 7, (1, 2, 3)), state(1, (1, 2)), (1, 2, 3),
+                                          {**LIVE_EPOCHS, 3: 300}, controller_epoch=9)
+    assert rejection is None and after == PartitionState(1, 4, (1, 2, 3), 9, 8)
+
+
+# -- the znode JSON ------------------------------------------------------------------------------
+
+
+def test_znode_json_round_trips():
+    assignment = TopicAssignment("id", {0: (1, 2), 1: (2, 3)})
+    assert TopicAssignment.from_json(assignment.to_json()) == assignment
+    assert b'"version":3' in assignment.to_json() and b'"partitions":{"0":[1,2],"1":[2,3]}' in assignment.to_json()
+    partition_state = state(1, (1, 2))
+    assert PartitionState.from_json(partition_state.to_json()) == partition_state
