@@ -20,8 +20,9 @@ INT32_MAX = 2**31 - 1
 # Recovery reads this much at a time (more for a larger batch): few syscalls,
 # and the CRC runs over slices of one buffer.
 SCAN_CHUNK_BYTES = 8 * 1024 * 1024
-# Header walks (index lookups, reloads) read this much at a time.
-HEADER_CHUNK_BYTES = 64 * 1024
+# Header walks (index lookups, reloads) read this much at a time: an index
+# interval (4 KiB by default) of small batches, or one large batch's header.
+HEADER_CHUNK_BYTES = 4 * 1024
 # Size limits are checked on the way in; stored batches are bounded only by the format.
 ANY_SIZE = INT32_MAX + LOG_OVERHEAD
 

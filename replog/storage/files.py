@@ -8,6 +8,7 @@
         00000000000000000000.index                 sparse offset -> position
         00000000000000000000.timeindex             sparse timestamp -> offset
         leader-epoch-checkpoint                    (epoch, start offset) pairs
+        .clean-shutdown                            present while the log is closed cleanly
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
 # A segment being rewritten by the cleaner; never read, deleted when found on open.
 CLEANED_SUFFIX = ".cleaned"
 TEMP_SUFFIX = ".tmp"
+
+# Left by a clean close, removed by the next open: the active segment needs no scan.
+CLEAN_SHUTDOWN = ".clean-shutdown"
 
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"

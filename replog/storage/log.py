@@ -29,6 +29,7 @@ from replog.storage.batches import INT32_MAX, check_batches
 from replog.storage.checkpoint import LeaderEpochCheckpointFile
 from replog.storage.config import LogConfig
 from replog.storage.files import (
+    CLEAN_SHUTDOWN,
     CLEANED_SUFFIX,
     LEADER_EPOCH_CHECKPOINT,
     LOG_SUFFIX,
@@ -89,14 +90,19 @@ class PartitionLog:
         """Open (or create) the log in `directory`, recovering what lies at or past `recovery_point`.
 
         `recovery_point` and `log_start_offset` are what the broker last
-        checkpointed for this partition (0 when it never did).
+        checkpointed for this partition (0 when it never did). After a clean
+        `close()` (which leaves a marker file) the active segment is trusted
+        without a scan, as Kafka trusts a log directory after a clean shutdown.
         """
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
-        segments = _load_segments(path, config, recovery_point, now_ms)
+        clean_shutdown = path / CLEAN_SHUTDOWN
+        segments = _load_segments(path, config, recovery_point, now_ms, clean_shutdown=clean_shutdown.exists())
         if not segments:
             segments = [LogSegment.create(path, log_start_offset, config, now_ms)]
-            fsync_directory(path)
+        # From here on a crash is not a clean shutdown any more.
+        clean_shutdown.unlink(missing_ok=True)
+        fsync_directory(path)
         log = cls(path, config, segments, now_ms)
         log._log_start_offset = min(max(log_start_offset, segments[0].base_offset), log.log_end_offset)
         log._recovery_point = min(max(recovery_point, segments[0].base_offset), log.log_end_offset)
@@ -116,6 +122,9 @@ class PartitionLog:
         if flush:
             self._active.seal()
             self.flush()
+            self._active.flush(indexes=True)
+            (self.directory / CLEAN_SHUTDOWN).touch()
+            fsync_directory(self.directory)
         for segment in self._segments:
             segment.close(flush=False)
         self._segments = []
@@ -274,18 +283,21 @@ class PartitionLog:
         As Kafka does at every roll, the closed segment is flushed and the
         recovery point moves past it, so recovery never rescans closed segments.
         """
-        previous = self._active
-        previous.seal()
-        self.flush()
+        self._active.seal()
         self._segments.append(LogSegment.create(self.directory, base_offset, self.config, self._now_ms))
         fsync_directory(self.directory)
+        self.flush()
 
     # -- flushing -------------------------------------------------------------------
 
     def flush(self) -> None:
-        """fsync every segment that may hold data past the recovery point; move it to the LEO."""
+        """fsync every segment that may hold data past the recovery point; move it to the LEO.
+
+        The active segment's indexes are left in memory: recovery rebuilds them
+        after a crash anyway (only a clean close makes them trusted).
+        """
         for segment in self._segments[self._floor_index(self._recovery_point) :]:
-            segment.flush()
+            segment.flush(indexes=segment is not self._active)
         self._recovery_point = self.log_end_offset
         self._unflushed_records = 0
 
@@ -366,7 +378,7 @@ class PartitionLog:
             self.truncate_fully_and_start_at(self._log_start_offset)
             return True
         # A truncation that came back after a crash would resurrect divergent records.
-        self._active.flush()
+        self._active.flush(indexes=True)
         fsync_directory(self.directory)
         self._recovery_point = min(self._recovery_point, self.log_end_offset)
         return True
@@ -448,11 +460,14 @@ class PartitionLog:
         return stats
 
 
-def _load_segments(directory: Path, config: LogConfig, recovery_point: int, now_ms: int) -> list[LogSegment]:
+def _load_segments(
+    directory: Path, config: LogConfig, recovery_point: int, now_ms: int, *, clean_shutdown: bool
+) -> list[LogSegment]:
     """Open the segments in `directory` in offset order, recovering those at or past the recovery point.
 
-    After a segment that recovery had to cut, later segments cannot be trusted
-    and are deleted, as are segments whose offsets overlap their predecessor's.
+    The last segment is recovered too unless the log was closed cleanly. After
+    a segment that recovery had to cut, later segments cannot be trusted and
+    are deleted, as are segments whose offsets overlap their predecessor's.
     """
     bases = _segment_base_offsets(directory)
     segments: list[LogSegment] = []
@@ -461,7 +476,7 @@ def _load_segments(directory: Path, config: LogConfig, recovery_point: int, now_
             _delete_segment_files(directory, bases[number:])
             break
         is_last = number == len(bases) - 1
-        recover = is_last or bases[number + 1] > recovery_point
+        recover = not clean_shutdown if is_last else bases[number + 1] > recovery_point
         segment, cut_bytes = LogSegment.open(directory, base_offset, config, now_ms, recover=recover)
         segments.append(segment)
         if cut_bytes:

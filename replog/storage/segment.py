@@ -260,10 +260,12 @@ class LogSegment:
         self._load_tail_state()
         return removed
 
-    def flush(self) -> None:
+    def flush(self, *, indexes: bool = True) -> None:
+        """fsync the log file and, with `indexes`, write and fsync both indexes."""
         os.fsync(self._fd)
-        self.offset_index.write(fsync=True)
-        self.time_index.write(fsync=True)
+        if indexes:
+            self.offset_index.write(fsync=True)
+            self.time_index.write(fsync=True)
 
     def close(self, *, flush: bool = True) -> None:
         """Close the file; with `flush`, first seal and make the segment and its indexes durable."""

@@ -13,7 +13,7 @@ def test_the_offset_index_has_an_entry_every_index_interval_bytes(open_log, part
     batch_bytes = len(batch(2))
     for tag in range(30):
         log.append_as_leader(batch(2, tag=tag), leader_epoch=0, now_ms=START_MS)
-    log.flush()
+    log.close()
 
     raw = (partition_dir / f"{0:020d}.index").read_bytes()
     entries = list(struct.iter_unpack(">ii", raw))

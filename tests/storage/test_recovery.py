@@ -104,6 +104,26 @@ def test_segments_below_the_recovery_point_are_not_read_again(open_log, partitio
     assert not validate_batches(damaged, max_message_bytes=1 << 20).ok
 
 
+def test_after_a_clean_close_the_active_segment_is_not_scanned_but_after_a_crash_it_is(open_log, partition_dir):
+    config = small_config(segment_bytes=1 << 20, index_interval_bytes=256)
+    log = open_log(config)
+    fill(log, 100)
+    end_offset, size_bytes = log.log_end_offset, log.size_bytes
+    log.close()
+    path = segment_file(partition_dir, 0)
+    data = bytearray(path.read_bytes())
+    data[size_bytes // 2] ^= 0xFF  # a byte a scan would catch, in the middle of the only segment
+    path.write_bytes(bytes(data))
+
+    clean = open_log(config, recovery_point=end_offset)
+    assert clean.log_end_offset == end_offset  # trusted: not scanned
+    clean.flush()
+    clean.close(flush=False)  # now a crash: the marker of the clean close is gone
+
+    crashed = open_log(config, recovery_point=end_offset)
+    assert crashed.log_end_offset < end_offset  # scanned, cut at the damaged batch
+
+
 def test_the_whole_log_is_checked_from_recovery_point_zero(open_log, partition_dir):
     log = open_log(CONFIG)
     fill(log, 40)
