@@ -91,6 +91,21 @@ def on_broker_failure(
     return elect_leader(shrunk, live_brokers, unclean_leader_election_enable=unclean_leader_election_enable)
 
 
+def on_controlled_shutdown(state: PartitionState, broker: int, live_brokers: Collection[int]) -> Election:
+    """A broker asks to stop: it leaves the ISR, and its leadership moves to another
+    live ISR member now, not after its session expires (Kafka's controlled shutdown).
+    The last ISR member keeps its place: there is no one to hand over to."""
+    isr = tuple(replica for replica in state.isr if replica != broker)
+    if broker not in state.isr or not isr:
+        return Election(state)
+    if broker != state.leader:
+        return Election(_with_leader(state, state.leader, isr))
+    for replica in state.replicas:
+        if replica in isr and replica in live_brokers:
+            return Election(_with_leader(state, replica, isr))
+    return Election(state)
+
+
 def on_broker_startup(
     state: PartitionState, live_brokers: Collection[int], *, unclean_leader_election_enable: bool
 ) -> Election:

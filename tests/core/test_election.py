@@ -2,7 +2,14 @@
 
 import pytest
 
-from replog.core.election import alter_partition, elect_leader, initial_state, on_broker_failure, on_broker_startup
+from replog.core.election import (
+    alter_partition,
+    elect_leader,
+    initial_state,
+    on_broker_failure,
+    on_broker_startup,
+    on_controlled_shutdown,
+)
 from replog.core.errors import ErrorCode
 from replog.core.messages import NO_LEADER, AlterPartitionRequest, IsrMember, PartitionState
 
@@ -48,6 +55,15 @@ def test_unclean_election_takes_any_live_replica_and_says_so():
 
 def test_startup_of_a_broker_changes_nothing_while_there_is_a_leader():
     assert on_broker_startup(STATE, {1, 2, 3}, unclean_leader_election_enable=True).state is STATE
+
+
+def test_controlled_shutdown_hands_leadership_to_a_live_isr_member_at_once():
+    moved = on_controlled_shutdown(STATE, 1, live_brokers={1, 3})
+    assert moved.state == PartitionState(3, 5, (2, 3), 10, (1, 2, 3))  # 2 is not live
+    follower = on_controlled_shutdown(STATE, 2, live_brokers={1, 2, 3})
+    assert follower.state == PartitionState(1, 4, (1, 3), 10, (1, 2, 3))
+    lone = PartitionState(1, 4, (1,), 9, (1, 2, 3))
+    assert on_controlled_shutdown(lone, 1, live_brokers={1, 2, 3}).state is lone
 
 
 def test_election_prefers_replica_order_among_live_isr_members():
