@@ -8,6 +8,7 @@ import pytest
 from replog.client import (
     Admin,
     Consumer,
+    LogTruncationError,
     NewTopic,
     ProduceError,
     Producer,
@@ -169,3 +170,31 @@ def test_min_insync_replicas_refuses_acks_all_writes_when_the_isr_is_too_small(c
             assert producer.send(topic, b"v").result(30).offset >= 0
     finally:
         cluster("dev", "start", "broker", str(follower))
+
+
+def test_a_consumer_reports_the_records_an_unclean_election_lost(cluster, admin, bootstrap):
+    topic = "unclean"
+    admin.create_topics([NewTopic(topic, replica_assignment={0: [1, 2]},
+                                  configs={"unclean.leader.election.enable": "true", "min.insync.replicas": "1"})])
+    tp = TopicPartition(topic, 0)
+    with Producer(bootstrap, acks="all") as producer:
+        producer.send_many(topic, [b"both-%d" % i for i in range(10)]).result(30)
+        cluster("dev", "kill", "broker", "2", "--signal", "KILL")
+        wait_for(lambda: leader_of(admin, topic, 0).isr == (1,), FAILOVER_S_MAX, "broker 2 to leave the ISR")
+        producer.send_many(topic, [b"only-on-1-%d" % i for i in range(10)]).result(30)
+    with Consumer(bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([tp])
+        records = []
+        while len(records) < 20:
+            records += consumer.poll(1000)
+        assert consumer.position(tp) == 20
+        cluster("dev", "kill", "broker", "1", "--signal", "KILL")
+        cluster("dev", "start", "broker", "2")  # the only live replica: elected although not in the ISR
+        wait_for(lambda: leader_of(admin, topic, 0).leader == 2, FAILOVER_S_MAX, "broker 2 to lead, uncleanly")
+        with pytest.raises(LogTruncationError) as raised:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                assert consumer.poll(500) == [], "no record may be read past the truncation"
+        cluster("dev", "start", "broker", "1")
+    error = raised.value
+    assert (error.topic, error.partition, error.position, error.end_offset) == (topic, 0, 20, 10)
