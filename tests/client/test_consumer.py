@@ -12,7 +12,7 @@ from replog.client import (
     Producer,
     TopicPartition,
 )
-from replog.client.consumer import CompletedFetch, next_fetch_offset
+from replog.client.fetch_buffer import CompletedFetch, next_fetch_offset
 from replog.protocol import encode_batch, stamp_batches, validate_batches
 
 TP = TopicPartition("t", 0)

@@ -1,0 +1,134 @@
+"""What the consumer's fetcher and poll() share: positions, and fetched records not yet returned.
+
+The fetcher appends each partition's records from a fetch answer as one
+CompletedFetch; poll() decodes them batch by batch on the caller's thread.
+Everything here is used with `FetchBuffer.lock` held.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import operator
+import threading
+
+from replog.client.errors import FetchError
+from replog.client.fetch_state import Assignment, State
+from replog.client.types import ConsumerRecord, TopicPartition
+from replog.core.errors import ErrorCode
+from replog.protocol import CorruptBatchError, iter_batches
+from replog.protocol.header import read_header
+from replog.protocol.layout import HEADER_SIZE, LOG_OVERHEAD
+
+_new_record = tuple.__new__
+_offset_of = operator.attrgetter("offset")
+
+
+class CompletedFetch:
+    """One partition's records from one fetch answer, decoded batch by batch as poll() asks."""
+
+    __slots__ = ("tp", "generation", "_batches", "_batch", "_index", "exhausted")
+
+    def __init__(self, tp: TopicPartition, generation: int, records: bytes) -> None:
+        self.tp = tp
+        self.generation = generation
+        self._batches = iter_batches(records)
+        self._batch = None
+        self._index = 0
+        self.exhausted = False
+
+    def take(self, out: list, limit: int, position: int) -> tuple[int, int]:
+        """Append up to `limit` records at or after `position` to out; returns (next position, last epoch)."""
+        topic, partition = self.tp
+        last_epoch = -1
+        while limit > 0:
+            batch = self._batch
+            if batch is None:
+                batch = self._batch = next(self._batches, None)
+                self._index = 0
+                if batch is None:
+                    self.exhausted = True
+                    break
+            if batch.is_control or batch.next_offset <= position:
+                position = max(position, batch.next_offset)
+                self._batch = None
+                continue
+            records = batch.records
+            epoch = batch.partition_leader_epoch
+            start = self._index
+            if start < len(records) and records[start].offset < position:
+                start = bisect.bisect_left(records, position, lo=start, key=_offset_of)
+            end = min(len(records), start + limit)
+            if start < end:
+                out += [
+                    _new_record(ConsumerRecord, (topic, partition, record.offset, record.timestamp, record.key,
+                                                 record.value, record.headers, epoch))
+                    for record in records[start:end]
+                ]
+                limit -= end - start
+                position = records[end - 1].offset + 1
+                last_epoch = epoch
+            self._index = end
+            if end >= len(records):
+                position = max(position, batch.next_offset)
+                self._batch = None
+        return position, last_epoch
+
+
+def next_fetch_offset(records: bytes, fetch_offset: int) -> int:
+    """The offset after the last whole batch in `records` (a cut-off trailing batch is fetched again)."""
+    view = memoryview(records)
+    position = 0
+    next_offset = fetch_offset
+    while len(view) - position >= HEADER_SIZE:
+        header = read_header(view, position)
+        end = position + LOG_OVERHEAD + header.batch_length
+        if header.batch_length <= 0 or end > len(view):
+            break
+        next_offset = max(next_offset, header.next_offset)
+        position = end
+    return next_offset
+
+
+class FetchBuffer:
+    def __init__(self, assignment: Assignment) -> None:
+        self.assignment = assignment
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)  # notified when records, errors or positions arrive
+        self.completed: collections.deque[CompletedFetch] = collections.deque()
+
+    def buffered(self) -> collections.Counter[TopicPartition]:
+        """Answers waiting per partition."""
+        return collections.Counter(f.tp for f in self.completed)
+
+    def collect(self, limit: int) -> list[ConsumerRecord]:
+        """Up to `limit` records at the positions, advancing them; call with `lock` held."""
+        out: list[ConsumerRecord] = []
+        assignment = self.assignment
+        while self.completed and len(out) < limit:
+            fetch = self.completed[0]
+            part = assignment.partitions.get(fetch.tp)
+            if part is None or part.generation != fetch.generation or part.state is not State.FETCHING:
+                self.completed.popleft()
+                continue
+            try:
+                position, last_epoch = fetch.take(out, limit - len(out), part.position)
+            except CorruptBatchError as error:
+                self.completed.popleft()
+                assignment.on_fatal(fetch.tp, fetch.generation, FetchError(
+                    fetch.tp.topic, fetch.tp.partition, ErrorCode.CORRUPT_MESSAGE,
+                    f"{error}; seek past offset {part.position} to skip it",
+                ))
+                continue
+            assignment.consumed(fetch.tp, position, last_epoch)
+            if fetch.exhausted:
+                self.completed.popleft()
+        return out
+
+    def drop_stale(self) -> None:
+        """Forget answers from before a seek, reset or validation; call with `lock` held."""
+        partitions = self.assignment.partitions
+        self.completed = collections.deque(
+            f for f in self.completed
+            if f.tp in partitions and partitions[f.tp].generation == f.generation
+        )

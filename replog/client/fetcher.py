@@ -1,0 +1,332 @@
+"""The consumer's I/O side: resets, validations and fetches, one request per leader at a time.
+
+Runs on the consumer's I/O loop. Each step looks at every assigned partition:
+one without a position gets a ListOffsets, one whose leader epoch changed an
+OffsetsForLeaderEpoch (KIP-320), and the rest are fetched, one Fetch per
+leader covering its partitions. An answer goes into the FetchBuffer and the
+next fetch leaves at once, so records arrive while the caller works through
+the last ones (at most MAX_BUFFERED_FETCHES answers per partition wait).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Iterable
+
+import grpc
+
+from replog.api.broker.v1 import broker_pb2
+from replog.client.cluster import ClusterMetadata
+from replog.client.configs import ISOLATION_LEVELS, ConsumerConfig
+from replog.client.errors import ClientError, FetchError, error_code_of
+from replog.client.fetch_buffer import CompletedFetch, FetchBuffer, next_fetch_offset
+from replog.client.fetch_state import LIST_OFFSETS_TIMESTAMP, State
+from replog.client.io import Channels
+from replog.client.metadata import MetadataManager
+from replog.client.retry import STALE_METADATA, error_code_for_status
+from replog.client.types import TopicPartition
+from replog.core.errors import ErrorCode
+
+log = logging.getLogger("replog.client")
+
+MAX_BUFFERED_FETCHES = 2  # per partition: the one poll() works on, and the next
+FETCHER_IDLE_WAIT_MS = 250
+
+
+class Fetcher:
+    """The I/O thread's side: resets, validations and fetches, one request per leader at a time."""
+
+    def __init__(self, config: ConsumerConfig, buffer: FetchBuffer, metadata: MetadataManager,
+                 channels: Channels) -> None:
+        self._config = config
+        self._buffer = buffer
+        self._lock = buffer.lock
+        self._assignment = buffer.assignment
+        self._metadata = metadata
+        self._channels = channels
+        self._wake: asyncio.Event | None = None
+        self._stopped = False
+        self._busy_leaders: set[int] = set()  # leaders with a Fetch in flight
+        self._backoff_until: dict[TopicPartition, float] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._rng = random.Random()
+        self._metadata.on_update(lambda _metadata: self.wakeup())
+
+    def wakeup(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def follow(self, topics: list[str]) -> None:
+        self._metadata.add_topics(topics)
+        self._metadata.request_update()
+        self.wakeup()
+
+    def stop(self) -> None:
+        self._stopped = True
+        self.wakeup()
+
+    async def run(self) -> None:
+        self._wake = asyncio.Event()
+        while not self._stopped:
+            self._wake.clear()
+            self._step()
+            try:
+                await asyncio.wait_for(self._wake.wait(), FETCHER_IDLE_WAIT_MS / 1000)
+            except TimeoutError:
+                pass
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _step(self) -> None:
+        metadata = self._metadata.current
+        now = time.monotonic()
+        resets: dict[int, list[tuple[TopicPartition, int, int, str]]] = {}
+        validations: dict[int, list[tuple[TopicPartition, int, int, int]]] = {}
+        fetches: dict[int, list[tuple[TopicPartition, int, int, int]]] = {}
+        leaderless = False
+        with self._lock:
+            buffered = self._buffer.buffered()
+            for tp, part in self._assignment.partitions.items():
+                leader = metadata.leader_of(tp)
+                if leader < 0:
+                    leaderless = True
+                    continue
+                if self._assignment.on_leader_epoch(tp, metadata.leader_epoch_of(tp)):
+                    self._buffer.drop_stale()
+                if part.request_in_flight or self._backoff_until.get(tp, 0) > now:
+                    continue
+                if part.state is State.AWAIT_RESET:
+                    part.request_in_flight = True
+                    resets.setdefault(leader, []).append((tp, part.generation, part.leader_epoch, part.reset_strategy))
+                elif part.state is State.AWAIT_VALIDATION:
+                    part.request_in_flight = True
+                    validations.setdefault(leader, []).append((tp, part.generation, part.leader_epoch, part.last_epoch))
+                elif (part.state is State.FETCHING and leader not in self._busy_leaders
+                      and buffered[tp] < MAX_BUFFERED_FETCHES):
+                    fetches.setdefault(leader, []).append((tp, part.generation, part.leader_epoch, part.fetch_offset))
+        if leaderless or self._metadata.is_stale:
+            self._metadata.request_update()
+        for leader, items in resets.items():
+            self._spawn(self._reset(leader, metadata, items))
+        for leader, items in validations.items():
+            self._spawn(self._validate(leader, metadata, items))
+        for leader, items in fetches.items():
+            self._busy_leaders.add(leader)
+            self._spawn(self._fetch(leader, metadata, items))
+
+    # -- fetch ---------------------------------------------------------------------------------
+
+    async def _fetch(self, leader: int, metadata: ClusterMetadata, items: list) -> None:
+        config = self._config
+        by_topic: dict[str, list[broker_pb2.FetchPartition]] = {}
+        for tp, _generation, leader_epoch, fetch_offset in items:
+            by_topic.setdefault(tp.topic, []).append(broker_pb2.FetchPartition(
+                partition=tp.partition, current_leader_epoch=leader_epoch, fetch_offset=fetch_offset,
+                last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=config.max_partition_fetch_bytes,
+            ))
+        request = broker_pb2.FetchRequest(
+            replica_id=-1, replica_epoch=-1, max_wait_ms=config.fetch_max_wait_ms, min_bytes=config.fetch_min_bytes,
+            max_bytes=config.fetch_max_bytes, isolation_level=ISOLATION_LEVELS[config.isolation_level],
+            session_id=0, session_epoch=-1,
+            topics=[broker_pb2.FetchTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
+        )
+        address = metadata.brokers[leader]
+        timeout_s = (config.request_timeout_ms + config.fetch_max_wait_ms) / 1000
+        try:
+            response = await self._channels.broker(address).Fetch(request, timeout=timeout_s)
+        except grpc.aio.AioRpcError as error:
+            self._request_failed(leader, address, error, [item[0] for item in items])
+            return
+        finally:
+            self._busy_leaders.discard(leader)
+            self.wakeup()
+        if error_code_of(response.error_code) is not ErrorCode.NONE:
+            # A session error; this consumer uses no sessions, so the leader is confused: back off.
+            log.warning("fetch from broker %d refused: %s", leader, response.error_message)
+            self._back_off([item[0] for item in items])
+            return
+        generations = {item[0]: item[1] for item in items}
+        offsets = {item[0]: item[3] for item in items}
+        with self._lock:
+            for topic in response.topics:
+                for part in topic.partitions:
+                    tp = TopicPartition(topic.topic, part.partition)
+                    if tp in generations:
+                        self._take_partition(tp, generations[tp], offsets[tp], part, response.node_endpoints)
+            self._buffer.changed.notify_all()
+
+    def _take_partition(self, tp, generation, fetch_offset, result, endpoints) -> None:
+        state = self._assignment.partitions.get(tp)
+        if state is None or state.generation != generation or state.state is not State.FETCHING:
+            return
+        code = error_code_of(result.error_code)
+        if code is ErrorCode.NONE:
+            if result.records:
+                next_offset = next_fetch_offset(result.records, fetch_offset)
+                if next_offset > fetch_offset:
+                    self._buffer.completed.append(CompletedFetch(tp, generation, result.records))
+                    state.fetch_offset = next_offset
+            return
+        if code is ErrorCode.OFFSET_OUT_OF_RANGE:
+            self._assignment.on_out_of_range(tp, generation)
+            return
+        self._partition_error(tp, generation, code, result.error_message, result, endpoints)
+
+    def _partition_error(self, tp, generation, code: ErrorCode, detail: str, result=None, endpoints=()) -> None:
+        if code in STALE_METADATA:
+            if result is not None and result.HasField("current_leader"):
+                hint = result.current_leader
+                self._metadata.set_current(self._metadata.current.with_leader_hint(
+                    tp, hint.leader_id, hint.leader_epoch, endpoints))
+            self._metadata.request_update()
+            self._back_off([tp])
+        elif code.retriable:
+            self._back_off([tp])
+        else:
+            self._assignment.on_fatal(tp, generation, FetchError(tp.topic, tp.partition, code, detail))
+
+    def _request_failed(self, leader: int, address: str, error: grpc.aio.AioRpcError, tps: list) -> None:
+        code = error_code_for_status(error.code())
+        detail = f"broker {leader} at {address} answered {error.code().name}: {error.details()}"
+        if code.retriable:
+            log.info("%s; retrying", detail)
+            self._metadata.request_update()
+            self._back_off(tps)
+            return
+        with self._lock:
+            for tp in tps:
+                part = self._assignment.partitions.get(tp)
+                if part is not None:
+                    self._assignment.on_fatal(tp, part.generation, FetchError(tp.topic, tp.partition, code, detail))
+            self._buffer.changed.notify_all()
+
+    def _back_off(self, tps: Iterable[TopicPartition]) -> None:
+        until = time.monotonic() + self._config.retry_backoff_ms / 1000 * (0.8 + 0.4 * self._rng.random())
+        for tp in tps:
+            self._backoff_until[tp] = until
+        asyncio.get_running_loop().call_later(max(until - time.monotonic(), 0), self.wakeup)
+
+    # -- reset (ListOffsets) and validation (OffsetsForLeaderEpoch) -----------------------------
+
+    async def _reset(self, leader: int, metadata: ClusterMetadata, items: list) -> None:
+        answers = await self._list_offsets(leader, metadata, [
+            (tp, leader_epoch, LIST_OFFSETS_TIMESTAMP[strategy]) for tp, _g, leader_epoch, strategy in items
+        ])
+        with self._lock:
+            for tp, generation, leader_epoch, _strategy in items:
+                part = self._assignment.partitions.get(tp)
+                if part is not None and part.generation == generation:
+                    part.request_in_flight = False
+                code, detail, offset, epoch = answers[tp]
+                if code is ErrorCode.NONE:
+                    self._assignment.on_reset(tp, generation, offset, epoch, leader_epoch)
+                else:
+                    self._partition_error(tp, generation, code, detail)
+            self._buffer.changed.notify_all()
+        self.wakeup()
+
+    async def _list_offsets(self, leader: int, metadata: ClusterMetadata, items: list) -> dict:
+        """ListOffsets at one leader: {tp: (code, detail, offset, leader_epoch)} for every item."""
+        by_topic: dict[str, list[broker_pb2.ListOffsetsPartition]] = {}
+        for tp, leader_epoch, timestamp_ms in items:
+            by_topic.setdefault(tp.topic, []).append(broker_pb2.ListOffsetsPartition(
+                partition=tp.partition, current_leader_epoch=leader_epoch, timestamp_ms=timestamp_ms))
+        request = broker_pb2.ListOffsetsRequest(
+            replica_id=-1, isolation_level=ISOLATION_LEVELS[self._config.isolation_level],
+            topics=[broker_pb2.ListOffsetsTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
+        )
+        address = metadata.brokers[leader]
+        try:
+            response = await self._channels.broker(address).ListOffsets(
+                request, timeout=self._config.request_timeout_ms / 1000)
+        except grpc.aio.AioRpcError as error:
+            detail = f"broker {leader} at {address} answered {error.code().name}: {error.details()}"
+            return {tp: (error_code_for_status(error.code()), detail, -1, -1) for tp, _e, _t in items}
+        answers = {
+            TopicPartition(topic.topic, part.partition): (error_code_of(part.error_code), part.error_message,
+                                                          part.offset, part.leader_epoch)
+            for topic in response.topics for part in topic.partitions
+        }
+        missing = (ErrorCode.UNKNOWN_SERVER_ERROR, "the broker's answer left the partition out", -1, -1)
+        return {tp: answers.get(tp, missing) for tp, _e, _t in items}
+
+    async def list_offsets_until_done(self, tps: list[TopicPartition], strategy: str, timeout_s: float) -> dict:
+        """{tp: (offset, leader_epoch)} for the earliest or latest offsets, retrying stale leaders."""
+        self.follow(sorted({tp.topic for tp in tps}))
+        deadline = time.monotonic() + timeout_s
+        found: dict[TopicPartition, tuple[int, int]] = {}
+        attempt_wait_s = self._config.retry_backoff_ms / 1000
+        while True:
+            metadata = self._metadata.current
+            by_leader: dict[int, list] = {}
+            for tp in tps:
+                if tp not in found and metadata.leader_of(tp) >= 0:
+                    by_leader.setdefault(metadata.leader_of(tp), []).append(
+                        (tp, metadata.leader_epoch_of(tp), LIST_OFFSETS_TIMESTAMP[strategy]))
+            for leader, items in by_leader.items():
+                for tp, (code, detail, offset, epoch) in (await self._list_offsets(leader, metadata, items)).items():
+                    if code is ErrorCode.NONE:
+                        found[tp] = (offset, epoch)
+                    elif not code.retriable:
+                        raise FetchError(tp.topic, tp.partition, code, detail)
+            if len(found) == len(tps):
+                return found
+            if time.monotonic() >= deadline:
+                missing = ", ".join(str(tp) for tp in tps if tp not in found)
+                raise ClientError(f"no leader answered for {missing} within {timeout_s:g} s",
+                                  ErrorCode.LEADER_NOT_AVAILABLE)
+            await self._metadata.refresh()
+            await asyncio.sleep(attempt_wait_s)
+
+    async def _validate(self, leader: int, metadata: ClusterMetadata, items: list) -> None:
+        by_topic: dict[str, list[broker_pb2.OffsetForLeaderPartition]] = {}
+        for tp, _generation, leader_epoch, last_epoch in items:
+            by_topic.setdefault(tp.topic, []).append(broker_pb2.OffsetForLeaderPartition(
+                partition=tp.partition, current_leader_epoch=leader_epoch, leader_epoch=last_epoch))
+        request = broker_pb2.OffsetsForLeaderEpochRequest(
+            replica_id=-1,
+            topics=[broker_pb2.OffsetForLeaderTopic(topic=topic, partitions=parts)
+                    for topic, parts in by_topic.items()],
+        )
+        address = metadata.brokers[leader]
+        try:
+            response = await self._channels.broker(address).OffsetsForLeaderEpoch(
+                request, timeout=self._config.request_timeout_ms / 1000)
+        except grpc.aio.AioRpcError as error:
+            with self._lock:
+                for tp, generation, _e, _l in items:
+                    self._clear_in_flight(tp, generation)
+            self._request_failed(leader, address, error, [item[0] for item in items])
+            return
+        answers = {
+            TopicPartition(topic.topic, part.partition): part for topic in response.topics for part in topic.partitions
+        }
+        with self._lock:
+            for tp, generation, _leader_epoch, _last_epoch in items:
+                self._clear_in_flight(tp, generation)
+                answer = answers.get(tp)
+                if answer is None:
+                    self._back_off([tp])
+                    continue
+                code = error_code_of(answer.error_code)
+                if code is ErrorCode.NONE:
+                    self._assignment.on_validation(tp, generation, answer.leader_epoch, answer.end_offset)
+                else:
+                    self._partition_error(tp, generation, code, answer.error_message)
+            self._buffer.changed.notify_all()
+        self.wakeup()
+
+    def _clear_in_flight(self, tp: TopicPartition, generation: int) -> None:
+        part = self._assignment.partitions.get(tp)
+        if part is not None and part.generation == generation:
+            part.request_in_flight = False

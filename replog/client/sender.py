@@ -1,0 +1,190 @@
+"""The producer's I/O side: drain ready batches into one request per leader, settle the answers.
+
+Runs on the producer's I/O loop. Each pass asks the accumulator which leaders
+have a batch to send, drains them (the head batch of each of a leader's
+partitions, at most max_in_flight_requests_per_connection requests per
+leader), encodes each batch once, and sends. An answer completes, retries
+(after a backoff, maybe a metadata refresh) or fails each batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+
+import grpc
+
+from replog.api.broker.v1 import broker_pb2
+from replog.client.accumulator import ProducerBatch, RecordAccumulator
+from replog.client.cluster import ClusterMetadata
+from replog.client.configs import ProducerConfig
+from replog.client.errors import ProduceError, ProducerClosedError, error_code_of
+from replog.client.io import Channels
+from replog.client.metadata import MetadataManager
+from replog.client.retry import Action, backoff_ms, error_code_for_status, produce_action
+from replog.core.errors import ErrorCode
+
+log = logging.getLogger("replog.client")
+
+SENDER_IDLE_WAIT_MS = 250  # how often an idle sender looks for expired batches and stale metadata
+DEADLINE_MARGIN_MS = 2_000  # the gRPC deadline exceeds the broker's timeout_ms, so the broker's answer wins
+UNSPECIFIED_ERROR = 0  # ERROR_CODE_UNSPECIFIED on the wire
+
+
+class Sender:
+    """The I/O thread's loop: drain ready batches into requests, handle their answers."""
+
+    def __init__(
+        self, config: ProducerConfig, accumulator: RecordAccumulator, metadata: MetadataManager, channels: Channels,
+    ) -> None:
+        self._config = config
+        self._accumulator = accumulator
+        self._metadata = metadata
+        self._channels = channels
+        self._in_flight: dict[int, int] = {}
+        self._requests: set[asyncio.Task[None]] = set()
+        self._wake: asyncio.Event | None = None
+        self._rng = random.Random()
+        metadata.on_update(lambda _metadata: self.wakeup())
+
+    def wakeup(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    async def run(self) -> None:
+        self._wake = asyncio.Event()
+        self._metadata.request_update()
+        config = self._config
+        while True:
+            self._wake.clear()
+            now_ms = time.monotonic() * 1000
+            metadata = self._metadata.current
+            busy = [leader for leader, count in self._in_flight.items()
+                    if count >= config.max_in_flight_requests_per_connection]
+            check = self._accumulator.ready(metadata, now_ms, busy)
+            if check.unknown_leader_topics or self._metadata.is_stale:
+                self._metadata.add_topics(check.unknown_leader_topics)
+                self._metadata.request_update()
+            if check.leaders:
+                drained = self._accumulator.drain(metadata, check.leaders, config.max_request_size, now_ms)
+                for leader, batches in drained.items():
+                    self._send(leader, metadata, batches, now_ms)
+            for batch in self._accumulator.expire(now_ms, config.delivery_timeout_ms):
+                batch.result.set_exception(ProduceError(
+                    batch.tp.topic, batch.tp.partition, ErrorCode.REQUEST_TIMED_OUT,
+                    f"{len(batch.rows)} records expired: delivery_timeout_ms ({config.delivery_timeout_ms}) "
+                    "passed before they could be sent",
+                ))
+            if self._accumulator.closing_done():
+                break
+            wait_ms = min(check.next_ready_ms, SENDER_IDLE_WAIT_MS)
+            if wait_ms > 0:
+                try:
+                    await asyncio.wait_for(self._wake.wait(), wait_ms / 1000)
+                except TimeoutError:
+                    pass
+        if self._requests:
+            await asyncio.gather(*self._requests, return_exceptions=True)
+
+    async def abort(self) -> None:
+        """close() ran out of time: fail what is queued, give up on what is in flight."""
+        for batch in self._accumulator.abort_queued():
+            self._fail_closed(batch)
+        requests = list(self._requests)
+        for request in requests:
+            request.cancel()
+        await asyncio.gather(*requests, return_exceptions=True)
+        self.wakeup()
+
+    def _fail_closed(self, batch: ProducerBatch) -> None:
+        batch.result.set_exception(ProducerClosedError(
+            f"the producer closed before {len(batch.rows)} records for {batch.tp} were acknowledged"
+        ))
+
+    def _send(self, leader: int, metadata: ClusterMetadata, batches: list[ProducerBatch], now_ms: float) -> None:
+        config = self._config
+        wall_ms = time.time() * 1000
+        by_topic: dict[str, list[broker_pb2.ProducePartitionData]] = {}
+        for batch in batches:
+            records = batch.encode(config.compression, int(wall_ms - (now_ms - batch.created_ms)))
+            by_topic.setdefault(batch.tp.topic, []).append(broker_pb2.ProducePartitionData(
+                partition=batch.tp.partition,
+                records=records,
+                current_leader_epoch=metadata.leader_epoch_of(batch.tp),
+            ))
+        request = broker_pb2.ProduceRequest(
+            acks=config.acks,
+            timeout_ms=config.request_timeout_ms,
+            topics=[broker_pb2.ProduceTopicData(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
+        )
+        self._in_flight[leader] = self._in_flight.get(leader, 0) + 1
+        task = asyncio.get_running_loop().create_task(
+            self._produce(leader, metadata.brokers[leader], request, batches)
+        )
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
+
+    async def _produce(
+        self, leader: int, address: str, request: broker_pb2.ProduceRequest, batches: list[ProducerBatch]
+    ) -> None:
+        deadline_s = (self._config.request_timeout_ms + DEADLINE_MARGIN_MS) / 1000
+        try:
+            response = await self._channels.broker(address).Produce(request, timeout=deadline_s)
+        except asyncio.CancelledError:
+            for batch in batches:
+                self._accumulator.complete(batch)
+                self._fail_closed(batch)
+            raise
+        except grpc.aio.AioRpcError as error:
+            code = error_code_for_status(error.code())
+            detail = f"broker {leader} at {address} answered {error.code().name}: {error.details()}"
+            for batch in batches:
+                self._settle(batch, code, detail)
+        else:
+            self._take_response(response, batches)
+        finally:
+            self._in_flight[leader] -= 1
+            self.wakeup()
+
+    def _take_response(self, response: broker_pb2.ProduceResponse, batches: list[ProducerBatch]) -> None:
+        # With acks=0 the leader answers before appending, so it has no outcome to report:
+        # only an explicit error counts, an unset error code is no failure.
+        acks_none = self._config.acks == 0
+        results = {
+            (topic.topic, part.partition): part for topic in response.topics for part in topic.partitions
+        }
+        for batch in batches:
+            result = results.get(batch.tp)
+            if result is None:
+                self._settle(batch, ErrorCode.UNKNOWN_SERVER_ERROR, "the broker's answer left the partition out")
+                continue
+            code = error_code_of(result.error_code)
+            if code is ErrorCode.NONE or (acks_none and result.error_code == UNSPECIFIED_ERROR):
+                timestamp_ms = result.log_append_time_ms if result.log_append_time_ms >= 0 else batch.timestamp_ms
+                self._accumulator.complete(batch)
+                batch.result.set_result((result.base_offset, timestamp_ms))
+                continue
+            if result.HasField("current_leader"):
+                hint = result.current_leader
+                self._metadata.set_current(self._metadata.current.with_leader_hint(
+                    batch.tp, hint.leader_id, hint.leader_epoch, response.node_endpoints
+                ))
+            self._settle(batch, code, result.error_message)
+
+    def _settle(self, batch: ProducerBatch, code: ErrorCode, detail: str) -> None:
+        """A failed send of `batch`: retry it (after a backoff, maybe a metadata refresh) or fail it."""
+        config = self._config
+        now_ms = time.monotonic() * 1000
+        action = produce_action(code, attempts=batch.attempts, retries=config.retries,
+                                age_ms=now_ms - batch.created_ms, delivery_timeout_ms=config.delivery_timeout_ms)
+        if action is Action.FAIL:
+            self._accumulator.complete(batch)
+            batch.result.set_exception(ProduceError(batch.tp.topic, batch.tp.partition, code, detail))
+            return
+        log.info("retrying %d records for %s after %s: %s", len(batch.rows), batch.tp, code.name, detail)
+        if action is Action.REFRESH_AND_RETRY:
+            self._metadata.request_update()
+        wait_ms = backoff_ms(batch.attempts, config.retry_backoff_ms, jitter=self._rng.random())
+        self._accumulator.requeue(batch, now_ms + wait_ms)
