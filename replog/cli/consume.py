@@ -73,32 +73,40 @@ def _consume(args: argparse.Namespace) -> int:
         consumer.assign(tps)
         if isinstance(start, int):
             consumer.seek(tps[0], start)
-        count = consume_records(consumer, sys.stdout.buffer, max_messages=args.max_messages,
-                                timeout_ms=args.timeout_ms, print_offsets=args.print_offsets)
+        count, interrupted = consume_records(consumer, sys.stdout.buffer, max_messages=args.max_messages,
+                                             timeout_ms=args.timeout_ms, print_offsets=args.print_offsets)
     print(f"Processed a total of {count} messages", file=sys.stderr)
+    if interrupted:
+        raise KeyboardInterrupt
     return 0
 
 
 def consume_records(consumer: Consumer, out: BinaryIO, *, max_messages: int | None, timeout_ms: int | None,
-                    print_offsets: bool) -> int:
-    """Print records until max_messages, or until none arrived for timeout_ms; returns the count."""
+                    print_offsets: bool) -> tuple[int, bool]:
+    """Print records until max_messages, until none arrived for timeout_ms, or until Ctrl-C.
+
+    Returns the count, and whether Ctrl-C ended it.
+    """
     count = 0
     last_record_at = time.monotonic()
-    while max_messages is None or count < max_messages:
-        wait_ms = POLL_MS_MAX
-        if timeout_ms is not None:
-            wait_ms = min(wait_ms, max(timeout_ms - (time.monotonic() - last_record_at) * 1000, 0))
-        records = consumer.poll(wait_ms)
-        if records:
-            last_record_at = time.monotonic()
-            if max_messages is not None:
-                records = records[: max_messages - count]
-            out.write(b"".join(format_record(r, print_offsets) for r in records))
-            out.flush()
-            count += len(records)
-        elif timeout_ms is not None and (time.monotonic() - last_record_at) * 1000 >= timeout_ms:
-            break
-    return count
+    try:
+        while max_messages is None or count < max_messages:
+            wait_ms = POLL_MS_MAX
+            if timeout_ms is not None:
+                wait_ms = min(wait_ms, max(timeout_ms - (time.monotonic() - last_record_at) * 1000, 0))
+            records = consumer.poll(wait_ms)
+            if records:
+                last_record_at = time.monotonic()
+                if max_messages is not None:
+                    records = records[: max_messages - count]
+                out.write(b"".join(format_record(r, print_offsets) for r in records))
+                out.flush()
+                count += len(records)
+            elif timeout_ms is not None and (time.monotonic() - last_record_at) * 1000 >= timeout_ms:
+                break
+    except KeyboardInterrupt:
+        return count, True
+    return count, False
 
 
 def format_record(record: ConsumerRecord, print_offsets: bool) -> bytes:

@@ -279,3 +279,20 @@ def test_bench_rejects_nonsense_counts():
     args = build_parser().parse_args(["bench", "produce", "--records", "0"])
     with pytest.raises(ClientError):
         bench.check_args(args)
+
+
+def test_consume_reports_its_count_when_interrupted(fake, capsys, monkeypatch):
+    fake.state.create("t", 1)
+    run(capsys, monkeypatch, "produce", "t", "--bootstrap", fake.bootstrap, stdin=b"a\nb\n")
+    polls = []
+    original = consume.Consumer.poll
+
+    def poll_then_interrupt(self, timeout_ms=0):
+        polls.append(timeout_ms)
+        if len(polls) > 3:
+            raise KeyboardInterrupt
+        return original(self, timeout_ms)
+
+    monkeypatch.setattr(consume.Consumer, "poll", poll_then_interrupt)
+    code, out, err = run(capsys, monkeypatch, "consume", "t", "--from-beginning", "--bootstrap", fake.bootstrap)
+    assert code == 130 and "Processed a total of" in err
