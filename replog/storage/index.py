@@ -74,9 +74,8 @@ class _SparseIndex:
         if self.is_full:
             return  # a sparse index may skip entries; the segment rolls before its next append
         if self._keys and (key <= self._keys[-1] or value < self._values[-1]):
-            raise ValueError(
-                f"index entry ({key}, {value}) of {self.path.name} does not follow ({self._keys[-1]}, {self._values[-1]})"
-            )
+            previous = (self._keys[-1], self._values[-1])
+            raise ValueError(f"index entry ({key}, {value}) of {self.path.name} does not follow {previous}")
         self._keys.append(key)
         self._values.append(value)
 

@@ -206,7 +206,8 @@ class PartitionLog:
             return AppendInfo(checked.error, checked.reason)
         headers = checked.headers
         first = headers[0]
-        if self.log_end_offset == self._log_start_offset and first.base_offset < self.log_end_offset <= first.last_offset:
+        log_is_empty = self.log_end_offset == self._log_start_offset
+        if log_is_empty and first.base_offset < self.log_end_offset <= first.last_offset:
             self.truncate_fully_and_start_at(first.base_offset)
         problem = _offsets_problem(headers, self.log_end_offset)
         if problem:
@@ -415,7 +416,8 @@ class PartitionLog:
             return 0
         deleted = 0
         if self.config.retention_ms >= 0:
-            deleted += self._delete_closed_segments(retention.older_than(self.config.retention_ms, now_ms), high_watermark)
+            rule = retention.older_than(self.config.retention_ms, now_ms)
+            deleted += self._delete_closed_segments(rule, high_watermark)
         if self.config.retention_bytes >= 0:
             excess_bytes = self.size_bytes - self.config.retention_bytes
             deleted += self._delete_closed_segments(retention.beyond_size(excess_bytes), high_watermark)

@@ -89,12 +89,13 @@ class LogSegment:
         path = segment_path(directory, base_offset, LOG_SUFFIX + suffix)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         segment = cls(directory, base_offset, config, fd, suffix, now_ms)
-        segment.offset_index = OffsetIndex.create(segment.offset_index.path, base_offset, segment.offset_index.max_entries)
-        segment.time_index = TimeIndex.create(segment.time_index.path, base_offset, segment.time_index.max_entries)
+        segment._create_indexes()
         return segment
 
     @classmethod
-    def open(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, *, recover: bool) -> tuple[LogSegment, int]:
+    def open(
+        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, *, recover: bool
+    ) -> tuple[LogSegment, int]:
         """An existing segment, and how many bytes recovery cut from its end.
 
         With `recover` every batch is checked and the indexes rebuilt; without,
@@ -139,10 +140,16 @@ class LogSegment:
             last_header = header
         if last_header is None:
             raise SegmentCorruptError(f"{self.log_path.name} has no batch after its last index entry")
-        if len(self.offset_index) and self._header_at(start).last_offset != self.base_offset + self.offset_index.last_relative_offset:
+        indexed_offset = self.base_offset + self.offset_index.last_relative_offset
+        if len(self.offset_index) and self._header_at(start).last_offset != indexed_offset:
             raise SegmentCorruptError(f"the last entry of {self.offset_index.path.name} does not point at its batch")
         self.next_offset = last_header.next_offset
         self._bytes_since_index_entry = size - start
+
+    def _create_indexes(self) -> None:
+        """Empty indexes, emptying any index files already there."""
+        self.offset_index = OffsetIndex.create(self.offset_index.path, self.base_offset, self.offset_index.max_entries)
+        self.time_index = TimeIndex.create(self.time_index.path, self.base_offset, self.time_index.max_entries)
 
     def _header_at(self, position: int) -> BatchHeader:
         buf = os.pread(self._fd, HEADER_SIZE, position)
@@ -158,8 +165,7 @@ class LogSegment:
         """
         file_size = os.fstat(self._fd).st_size
         self._reset_contents()
-        self.offset_index = OffsetIndex.create(self.offset_index.path, self.base_offset, self.offset_index.max_entries)
-        self.time_index = TimeIndex.create(self.time_index.path, self.base_offset, self.time_index.max_entries)
+        self._create_indexes()
         for position, header in scan_valid_batches(self._fd, file_size, self.base_offset):
             self._track(position, header)
         if self.size_bytes < file_size:

@@ -10,7 +10,9 @@ from replog.storage import LogConfig, PartitionLog
 START_MS = 1_700_000_000_000
 
 
-def batch(count: int = 1, *, key: bytes | None = b"k", value_bytes: int = 40, timestamp_ms: int = START_MS, tag: int = 0) -> bytes:
+def batch(
+    count: int = 1, *, key: bytes | None = b"k", value_bytes: int = 40, timestamp_ms: int = START_MS, tag: int = 0
+) -> bytes:
     """One batch of `count` records; values carry `tag` so tests can tell batches apart."""
     value = f"{tag}:".encode().ljust(value_bytes, b".")
     return encode_batch([(key, value)] * count, base_timestamp_ms=timestamp_ms)

@@ -252,13 +252,13 @@ class PartitionLogMachine(RuleBasedStateMachine):
         self.log.close(flush=False)
         path = self.directory / f"{active.base_offset:020d}.log"
         stored = path.read_bytes()
-        ends = [b.end for b in iter_batches(stored)]
-        durable_bytes = max([0] + [end for b, end in zip(iter_batches(stored), ends) if b.next_offset <= recovery_point])
+        stored_batches = list(iter_batches(stored))
+        durable_bytes = max([0] + [b.end for b in stored_batches if b.next_offset <= recovery_point])
         cut = data.draw(st.integers(durable_bytes, len(stored)))
         path.write_bytes(stored[:cut])
-        survivors = [b for b, end in zip(iter_batches(stored), ends) if end <= cut]
-        self.batches = [b for b in self.batches if b.base_offset < active.base_offset or b.last_offset < (survivors[-1].next_offset if survivors else active.base_offset)]
+        survivors = [b for b in stored_batches if b.end <= cut]
         self.log_end_offset = survivors[-1].next_offset if survivors else active.base_offset
+        self.batches = [b for b in self.batches if b.last_offset < self.log_end_offset]
         self.reopen(recovery_point)
 
     def reopen(self, recovery_point):

@@ -53,7 +53,8 @@ def test_retention_keeps_segments_the_high_watermark_has_not_passed(open_log):
 
 
 def test_compact_only_topics_keep_old_segments(open_log):
-    log = open_log(small_config(segment_bytes=1 << 20, segment_ms=HOUR_MS - 1, retention_ms=0, cleanup_policy="compact"))
+    config = small_config(segment_bytes=1 << 20, segment_ms=HOUR_MS - 1, retention_ms=0, cleanup_policy="compact")
+    log = open_log(config)
     fill_hourly(log, 3)
     assert log.apply_retention(START_MS + 10 * HOUR_MS) == 0
     assert len(log.segments) == 3

@@ -14,7 +14,8 @@ def test_segment_files_parse_as_kafka_record_batches(open_log, partition_dir):
     for number in range(12):
         codec = [Compression.NONE, Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD][number % 5]
         values = [(b"key-%d" % number, b"value-%d-%d" % (number, i)) for i in range(3)]
-        log.append_as_leader(encode_batch(values, base_timestamp_ms=START_MS, compression=codec), 4 + number // 6, START_MS)
+        encoded = encode_batch(values, base_timestamp_ms=START_MS, compression=codec)
+        log.append_as_leader(encoded, leader_epoch=4 + number // 6, now_ms=START_MS)
     log.flush()
 
     parsed = []
