@@ -17,7 +17,7 @@ import dataclasses
 import logging
 import random
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import TypeVar
 
 from replog.api.broker.v1 import broker_pb2
@@ -387,31 +387,39 @@ class Controller:
                              f"broker {broker_id}'s epoch {broker_epoch} is not its current one ({known})"), []
         outcomes: dict[TopicPartition, ProposalOutcome] = {}
         changes: list[PartitionChange] = []
-        seen: set[TopicPartition] = set()
+        proposed: dict[TopicPartition, IsrProposal] = {}
         for partition, proposal in proposals:
-            outcome, change = self._judge_proposal(context, partition, proposal, seen)
-            seen.add(partition)
+            outcome, change = self._judge_proposal(context, partition, proposal, proposed.keys())
+            proposed.setdefault(partition, proposal)
             if change is not None:
                 changes.append(change)
             elif outcome is not None:
                 outcomes.setdefault(partition, outcome)
-        applied = {c.partition: c for c in await self._persist(context, changes, None)}
+
+        def judge_again(partition: TopicPartition) -> PartitionChange | None:
+            return self._judge_proposal(context, partition, proposed[partition], ())[1]
+
+        # A multi refused for one stale partition is refused whole: the others are judged again.
+        applied = {c.partition: c for c in await self._persist(context, changes, judge_again)}
         for change in changes:
             if change.partition in applied:
-                log.info("ISR change proposed by broker %d: %s", broker_id, change.describe())
-                outcomes[change.partition] = ProposalOutcome(change.partition, ErrorCode.NONE, "", change.after)
-            else:
-                current = context.states.get(change.partition)
-                outcomes[change.partition] = ProposalOutcome(
-                    change.partition, ErrorCode.INVALID_UPDATE_VERSION,
-                    "the partition state changed while the proposal was written; retry with the new state",
-                    current.state if current else None)
+                written = applied[change.partition]
+                log.info("ISR change proposed by broker %d: %s", broker_id, written.describe())
+                outcomes[change.partition] = ProposalOutcome(change.partition, ErrorCode.NONE, "", written.after)
+                continue
+            outcome, _ = self._judge_proposal(context, change.partition, proposed[change.partition], ())
+            current = context.states.get(change.partition)
+            outcomes[change.partition] = outcome or ProposalOutcome(
+                change.partition, ErrorCode.INVALID_UPDATE_VERSION,
+                "the partition state kept changing while the proposal was written; retry with the new state",
+                current.state if current else None)
         if applied:
             self._send_metadata(context, list(applied))
         return None, [outcomes[p] for p, _ in proposals if p in outcomes]
 
     def _judge_proposal(
-        self, context: ControllerContext, partition: TopicPartition, proposal: IsrProposal, seen: set[TopicPartition]
+        self, context: ControllerContext, partition: TopicPartition, proposal: IsrProposal,
+        seen: Collection[TopicPartition],
     ) -> tuple[ProposalOutcome | None, PartitionChange | None]:
         if partition in seen:
             return ProposalOutcome(partition, ErrorCode.INVALID_REQUEST, "the partition is proposed twice"), None
@@ -543,7 +551,9 @@ class Controller:
                                     context.replicas(partition), is_new=is_new)
 
     @staticmethod
-    def _update_metadata(context: ControllerContext, partition: TopicPartition) -> broker_pb2.UpdateMetadataPartitionState:
+    def _update_metadata(
+        context: ControllerContext, partition: TopicPartition
+    ) -> broker_pb2.UpdateMetadataPartitionState:
         return update_metadata_state(partition, context.topic_id(partition.topic), context.states[partition].state,
                                      context.replicas(partition), context.brokers)
 

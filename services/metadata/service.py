@@ -71,7 +71,7 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
     async def _refresh_brokers(self) -> None:
         brokers = await self._store.live_brokers()
         self._publish(self.image.with_brokers(brokers))
-        log.info("image version %d: live brokers %s", self.image.version, sorted(b.broker_id for b in self.image.brokers))
+        log.info("image version %d: live brokers %s", self.image.version, sorted(self.image.live_broker_ids))
 
     def _on_controller(self, controller: ControllerInfo | None) -> None:
         self._publish(self.image.with_controller(controller))
