@@ -71,6 +71,14 @@ class RecordFuture:
 _monotonic = time.monotonic
 
 
+def as_bytes(data: Any, what: str) -> bytes:
+    """Keys, values and header values are bytes; bytearray and memoryview are copied into bytes."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    hint = f"; encode it first ({what}.encode())" if isinstance(data, str) else ""
+    raise TypeError(f"the {what} must be bytes, not {type(data).__name__}{hint}")
+
+
 class _KnownTopic:
     """A topic's partitions as of one metadata snapshot, kept so send() need not look them up."""
 
@@ -180,6 +188,10 @@ class Producer:
         """
         if self._closed:
             raise ProducerClosedError("the producer is closed; records can no longer be sent")
+        if value.__class__ is not bytes and value is not None:
+            value = as_bytes(value, "value")
+        if key.__class__ is not bytes and key is not None:
+            key = as_bytes(key, "key")
         known = self._topics.get(topic)
         if known is None or known.metadata is not self._metadata.current:
             known = self._topic(topic)
@@ -187,7 +199,7 @@ class Producer:
             row = (key, value)
             size = record_size_bytes(key, value)
         else:
-            headers = tuple(headers)
+            headers = tuple((name, None if v is None else as_bytes(v, f"header {name!r}")) for name, v in headers)
             row = (key, value, headers)
             size = record_size_bytes(key, value, headers)
         if size > self._max_request_size:
@@ -228,8 +240,9 @@ class Producer:
         partitions = known.partitions
         if partition is not None and not 0 <= partition < len(partitions):
             raise ValueError(f"topic {topic!r} has partitions 0..{len(partitions) - 1}, not {partition}")
-        rows = [(None, value) for value in values]
-        sizes = [record_size_bytes(None, value) for value in values]
+        rows = [(None, value if value.__class__ is bytes or value is None else as_bytes(value, "value"))
+                for value in values]
+        sizes = [record_size_bytes(None, value) for _key, value in rows]
         too_large = max(sizes, default=0)
         if too_large > self._max_request_size:
             raise RecordTooLargeError(too_large, self._max_request_size)

@@ -107,13 +107,24 @@ class Sender:
         config = self._config
         wall_ms = time.time() * 1000
         by_topic: dict[str, list[broker_pb2.ProducePartitionData]] = {}
+        sendable = []
         for batch in batches:
-            records = batch.encode(config.compression, int(wall_ms - (now_ms - batch.created_ms)))
+            try:
+                records = batch.encode(config.compression, int(wall_ms - (now_ms - batch.created_ms)))
+            except (TypeError, ValueError) as error:
+                # send() checks types, so this is a bug; fail the batch rather than the sender.
+                self._accumulator.complete(batch)
+                batch.result.set_exception(ProduceError(batch.tp.topic, batch.tp.partition,
+                                                        ErrorCode.INVALID_RECORD, f"cannot encode the batch: {error}"))
+                continue
+            sendable.append(batch)
             by_topic.setdefault(batch.tp.topic, []).append(broker_pb2.ProducePartitionData(
                 partition=batch.tp.partition,
                 records=records,
                 current_leader_epoch=metadata.leader_epoch_of(batch.tp),
             ))
+        if not sendable:
+            return
         request = broker_pb2.ProduceRequest(
             acks=config.acks,
             timeout_ms=config.request_timeout_ms,
@@ -121,7 +132,7 @@ class Sender:
         )
         self._in_flight[leader] = self._in_flight.get(leader, 0) + 1
         task = asyncio.get_running_loop().create_task(
-            self._produce(leader, metadata.brokers[leader], request, batches)
+            self._produce(leader, metadata.brokers[leader], request, sendable)
         )
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)

@@ -244,3 +244,17 @@ def test_close_with_a_timeout_gives_up_on_requests_in_flight(fake):
     with pytest.raises(ProducerClosedError, match="closed before"):
         future.result(1)
     fake.state.produce_gate.set()
+
+
+def test_keys_values_and_headers_must_be_bytes(fake):
+    fake.state.create("t", 1)
+    with Producer(fake.bootstrap) as producer:
+        with pytest.raises(TypeError, match=r"value must be bytes, not str; encode it first"):
+            producer.send("t", "text")
+        with pytest.raises(TypeError, match="key must be bytes, not int"):
+            producer.send("t", b"v", key=5)
+        with pytest.raises(TypeError, match="header 'h'"):
+            producer.send("t", b"v", headers=[("h", "x")])
+        with pytest.raises(TypeError, match="value must be bytes"):
+            producer.send_many("t", [b"ok", "text"])
+        assert producer.send("t", bytearray(b"v"), key=memoryview(b"k")).result(10).offset == 0
