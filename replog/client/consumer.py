@@ -150,7 +150,7 @@ class Consumer:
         deadline = time.monotonic() + timeout_ms / 1000
         with self._lock:
             while True:
-                error = self._assignment.take_error()
+                error = self._buffer.take_error()
                 if error is not None:
                     raise error
                 records = self._buffer.collect(self.config.max_poll_records)

@@ -12,7 +12,7 @@ import collections
 import operator
 import threading
 
-from replog.client.errors import FetchError
+from replog.client.errors import ClientError, FetchError
 from replog.client.fetch_state import Assignment, State
 from replog.client.types import ConsumerRecord, TopicPartition
 from replog.core.errors import ErrorCode
@@ -96,10 +96,15 @@ class FetchBuffer:
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)  # notified when records, errors or positions arrive
         self.completed: collections.deque[CompletedFetch] = collections.deque()
+        self.failure: ClientError | None = None  # the fetcher stopped on a bug; every poll() raises it
 
     def buffered(self) -> collections.Counter[TopicPartition]:
         """Answers waiting per partition."""
         return collections.Counter(f.tp for f in self.completed)
+
+    def take_error(self) -> ClientError | None:
+        """The error poll() raises next: the fetcher's failure, else a stopped partition's."""
+        return self.failure or self.assignment.take_error()
 
     def collect(self, limit: int) -> list[ConsumerRecord]:
         """Up to `limit` records at the positions, advancing them; call with `lock` held."""

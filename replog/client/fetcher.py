@@ -70,13 +70,24 @@ class Fetcher:
 
     async def run(self) -> None:
         self._wake = asyncio.Event()
-        while not self._stopped:
-            self._wake.clear()
-            self._step()
-            try:
-                await asyncio.wait_for(self._wake.wait(), FETCHER_IDLE_WAIT_MS / 1000)
-            except TimeoutError:
-                pass
+        try:
+            while not self._stopped:
+                self._wake.clear()
+                self._step()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), FETCHER_IDLE_WAIT_MS / 1000)
+                except TimeoutError:
+                    pass
+        except Exception as error:
+            # A bug, not a cluster problem: make poll() say so rather than wait forever.
+            log.exception("the consumer's I/O loop failed")
+            with self._lock:
+                self._buffer.failure = ClientError(f"the consumer's I/O loop failed: {error!r}")
+                self._buffer.changed.notify_all()
+        finally:
+            await self._cancel_requests()
+
+    async def _cancel_requests(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:

@@ -20,7 +20,7 @@ from replog.api.broker.v1 import broker_pb2
 from replog.client.accumulator import ProducerBatch, RecordAccumulator
 from replog.client.cluster import ClusterMetadata
 from replog.client.configs import ProducerConfig
-from replog.client.errors import ProduceError, ProducerClosedError, error_code_of
+from replog.client.errors import ClientError, ProduceError, ProducerClosedError, error_code_of
 from replog.client.io import Channels
 from replog.client.metadata import MetadataManager
 from replog.client.retry import Action, backoff_ms, error_code_for_status, produce_action
@@ -56,6 +56,18 @@ class Sender:
     async def run(self) -> None:
         self._wake = asyncio.Event()
         self._metadata.request_update()
+        try:
+            await self._send_until_closed()
+        except Exception as error:
+            # A bug, not a cluster problem: fail every queued record loudly rather than hang.
+            log.exception("the producer's I/O loop failed")
+            self._accumulator.close()
+            for batch in self._accumulator.abort_queued():
+                batch.result.set_exception(ClientError(f"the producer's I/O loop failed: {error!r}"))
+        if self._requests:
+            await asyncio.gather(*self._requests, return_exceptions=True)
+
+    async def _send_until_closed(self) -> None:
         config = self._config
         while True:
             self._wake.clear()
@@ -78,15 +90,13 @@ class Sender:
                     "passed before they could be sent",
                 ))
             if self._accumulator.closing_done():
-                break
+                return
             wait_ms = min(check.next_ready_ms, SENDER_IDLE_WAIT_MS)
             if wait_ms > 0:
                 try:
                     await asyncio.wait_for(self._wake.wait(), wait_ms / 1000)
                 except TimeoutError:
                     pass
-        if self._requests:
-            await asyncio.gather(*self._requests, return_exceptions=True)
 
     async def abort(self) -> None:
         """close() ran out of time: fail what is queued, give up on what is in flight."""

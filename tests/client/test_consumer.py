@@ -199,3 +199,12 @@ def test_a_completed_fetch_skips_records_before_the_position_and_resumes_where_i
     assert fetch.take(out, 10, 13) == (15, 5)
     assert [(r.offset, r.value, r.leader_epoch) for r in out] == [(13, b"d", 5), (14, b"e", 5)]
     assert fetch.exhausted or fetch.take([], 1, 15) == (15, -1)
+
+
+def test_a_failure_of_the_io_loop_is_raised_by_poll_not_waited_on(fake, monkeypatch):
+    fake.state.create("t", 1)
+    with Consumer(fake.bootstrap) as consumer:
+        monkeypatch.setattr(consumer._fetcher, "_step", lambda: 1 / 0)
+        consumer.assign([TP])
+        with pytest.raises(ClientError, match="I/O loop failed: ZeroDivisionError"):
+            poll_until(consumer, 1, timeout_s=5)

@@ -5,7 +5,14 @@ import time
 
 import pytest
 
-from replog.client import Producer, ProduceError, ProducerClosedError, RecordTooLargeError, UnknownTopicError
+from replog.client import (
+    ClientError,
+    Producer,
+    ProduceError,
+    ProducerClosedError,
+    RecordTooLargeError,
+    UnknownTopicError,
+)
 from replog.core.errors import ErrorCode
 from replog.protocol import decode_batch, iter_records
 from tests.client.fake_cluster import FakeCluster
@@ -258,3 +265,16 @@ def test_keys_values_and_headers_must_be_bytes(fake):
         with pytest.raises(TypeError, match="value must be bytes"):
             producer.send_many("t", [b"ok", "text"])
         assert producer.send("t", bytearray(b"v"), key=memoryview(b"k")).result(10).offset == 0
+
+
+def test_a_failure_of_the_io_loop_fails_the_records_instead_of_hanging(fake, monkeypatch):
+    fake.state.create("t", 1)
+    producer = Producer(fake.bootstrap, linger_ms=50)
+    producer.partitions_for("t")
+    monkeypatch.setattr(producer._accumulator, "drain", lambda *args: 1 / 0)
+    future = producer.send("t", b"v")
+    with pytest.raises(ClientError, match="I/O loop failed: ZeroDivisionError"):
+        future.result(5)
+    with pytest.raises(ProducerClosedError):
+        producer.send("t", b"v")
+    producer.close(5)
