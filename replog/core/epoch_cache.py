@@ -13,6 +13,7 @@ Persistence belongs to the storage layer; the replica emits a checkpoint of
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .invariant import require
 
@@ -26,8 +27,7 @@ class EpochEntry:
     start_offset: int
 
 
-@dataclass(frozen=True, slots=True)
-class EpochEndOffset:
+class EpochEndOffset(NamedTuple):
     """An answer to OffsetsForLeaderEpoch: a known epoch and where it ends (exclusive)."""
 
     epoch: int

@@ -86,7 +86,9 @@ ROLE_TRANSITIONS: Mapping[tuple[Role, Change], Role] = {
 # NOT_LEADER_OR_FOLLOWER; answers outside it are dropped (they belong to a
 # role this replica no longer has).
 SERVES: Mapping[Role, frozenset[Input]] = {
-    Role.LEADER: frozenset({Input.PRODUCE, Input.FETCH, Input.OFFSETS_FOR_LEADER_EPOCH, Input.ALTER_PARTITION_RESPONSE}),
+    Role.LEADER: frozenset(
+        {Input.PRODUCE, Input.FETCH, Input.OFFSETS_FOR_LEADER_EPOCH, Input.ALTER_PARTITION_RESPONSE}
+    ),
     Role.FOLLOWER: frozenset({Input.FETCH_RESPONSE}),
     Role.OFFLINE: frozenset(),
 }

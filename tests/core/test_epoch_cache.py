@@ -170,3 +170,8 @@ def test_truncating_from_start_keeps_answers_for_the_remaining_log(log, data):
 def test_entries_round_trip_through_a_checkpoint(log):
     cache = build(*log)
     assert LeaderEpochCache(cache.entries).entries == cache.entries
+
+
+def test_answers_unpack_as_epoch_and_end_offset():
+    epoch, end_offset = cache_of(*KAFKA_EXAMPLE).end_offset_for(3, log_end_offset=20)
+    assert (epoch, end_offset) == (3, 15)

@@ -164,7 +164,9 @@ def test_lagging_follower_is_proposed_out_and_counts_until_the_controller_agrees
     assert node.replica.high_watermark == 2
 
 
-@pytest.mark.parametrize("error", [ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.INELIGIBLE_REPLICA])
+@pytest.mark.parametrize(
+    "error", [ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.INELIGIBLE_REPLICA]
+)
 def test_rejected_proposal_returns_to_the_committed_isr_and_waits_before_the_next(error):
     node = leader_node(isr=(1, 2))
     fetch(node, 3, 0, now_ms=10)

@@ -1,8 +1,11 @@
 """Roles as a table, LeaderAndIsr fenced by leader epoch, requests fenced by KIP-320 epochs."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from replog.core.errors import ErrorCode
+from replog.core.invariant import InvariantViolation
 from replog.core.messages import FetchRequest
 from replog.core.replica import ROLE_TRANSITIONS, SERVES, Change, Input, Role, check_leader_epoch
 
@@ -79,7 +82,12 @@ def test_a_restarted_replica_refuses_epochs_older_than_its_log():
 
 @pytest.mark.parametrize(
     ("requested", "error"),
-    [(-1, ErrorCode.NONE), (3, ErrorCode.NONE), (2, ErrorCode.FENCED_LEADER_EPOCH), (4, ErrorCode.UNKNOWN_LEADER_EPOCH)],
+    [
+        (-1, ErrorCode.NONE),
+        (3, ErrorCode.NONE),
+        (2, ErrorCode.FENCED_LEADER_EPOCH),
+        (4, ErrorCode.UNKNOWN_LEADER_EPOCH),
+    ],
 )
 def test_produce_and_fetch_are_fenced_by_the_leader_epoch(requested, error):
     assert check_leader_epoch(requested, 3) == error
@@ -130,9 +138,39 @@ def test_fetch_outside_the_log_is_out_of_range(offset):
 
 
 def test_time_may_not_go_backwards():
-    from replog.core.invariant import InvariantViolation
-
     node = node_in(Role.LEADER)
     node.replica.tick(10)
     with pytest.raises(InvariantViolation):
         node.replica.tick(9)
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([1, 2, 3, -1]), st.integers(0, 6), st.integers(0, 3), st.booleans()),
+        max_size=30,
+    )
+)
+def test_leader_and_isr_in_any_order_never_moves_the_epoch_back(changes):
+    node = Node(1)
+    now_ms = 0
+    for leader, leader_epoch, partition_epoch, stop in changes:
+        now_ms += 1
+        before = (node.replica.leader_epoch, node.replica.partition_epoch, node.replica.role)
+        if stop:
+            node.replica.stop(now_ms)
+            node.apply(now_ms)
+            assert node.replica.role is Role.OFFLINE
+            continue
+        isr = (1, 2, 3) if leader == -1 else tuple(sorted({leader, 2, 3}))
+        state = partition_state(leader=leader, leader_epoch=leader_epoch, isr=isr, partition_epoch=partition_epoch)
+        if before[0] == leader_epoch and before[2] is not Role.OFFLINE and leader != node.replica.leader_id:
+            continue  # one leader per epoch: the controller never sends this
+        error = node.replica.handle_leader_and_isr(state, now_ms)
+        node.apply(now_ms)
+        if leader_epoch < before[0]:
+            assert error == ErrorCode.FENCED_LEADER_EPOCH
+            assert (node.replica.leader_epoch, node.replica.partition_epoch, node.replica.role) == before
+        else:
+            assert error == ErrorCode.NONE
+            assert node.replica.leader_epoch == leader_epoch
+            assert node.replica.role is (Role.LEADER if leader == 1 else Role.FOLLOWER)

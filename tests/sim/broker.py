@@ -18,7 +18,16 @@ from replog.core.log import MemoryLog, apply_log_ops
 from replog.core.messages import FetchPlan, ProposeIsr, Ready, SendFetch, TruncateTo
 from replog.core.replica import PartitionReplica
 
-from .wire import CONTROLLER, AlterPartition, AlterPartitionReply, Fetch, FetchReply, LeaderAndIsr, Produce, ProduceReply
+from .wire import (
+    CONTROLLER,
+    AlterPartition,
+    AlterPartitionReply,
+    Fetch,
+    FetchReply,
+    LeaderAndIsr,
+    Produce,
+    ProduceReply,
+)
 
 if TYPE_CHECKING:
     from .simulation import Simulation
@@ -75,7 +84,7 @@ class BrokerNode:
 
     # -- life and death -------------------------------------------------------
 
-    def _start_replica(self, *, tick: bool = True) -> PartitionReplica:
+    def _start_replica(self) -> PartitionReplica:
         log = self.disk.log
         replica = PartitionReplica(
             self.broker_id,
@@ -86,8 +95,7 @@ class BrokerNode:
             high_watermark=self.disk.high_watermark,
             now_ms=self.sim.now_ms,
         )
-        if tick:
-            self.sim.schedule(self.sim.now_ms + self.sim.tick_ms, self._tick, self.incarnation)
+        self.sim.schedule(self.sim.now_ms + self.sim.tick_ms, self._tick, self.incarnation)
         return replica
 
     def crash(self) -> int:
@@ -140,6 +148,8 @@ class BrokerNode:
                 replica = self._truncate_to_high_watermark_before_following(message)
             replica.handle_leader_and_isr(message.state, now_ms)
             self.sim.checker.on_leader_and_isr(self)
+        elif isinstance(message, FetchReply | AlterPartitionReply) and message.caller != self.incarnation:
+            return  # an answer to a call made before this process (re)started
         elif isinstance(message, FetchReply):
             replica.handle_fetch_response(message.fetch_id, message.response, now_ms)
         elif isinstance(message, Produce):
@@ -161,7 +171,8 @@ class BrokerNode:
         self.sim.checker.before_log_op(self, TruncateTo(high_watermark))
         self.disk.log.truncate_to(high_watermark)
         self.disk.epoch_entries = tuple(e for e in self.disk.epoch_entries if e.start_offset < high_watermark)
-        self.replica = self._start_replica(tick=False)
+        self.incarnation += 1  # a fresh replica reuses fetch and proposal ids
+        self.replica = self._start_replica()
         return self.replica
 
     # -- the driver loop ------------------------------------------------------
@@ -188,10 +199,12 @@ class BrokerNode:
         for message in ready.messages:
             if isinstance(message, SendFetch):
                 request = replace(message.request, replica_epoch=self.broker_epoch or -1)
-                sim.network.send(self.broker_id, message.leader_id, Fetch(message.fetch_id, request), now_ms)
+                fetch = Fetch(message.fetch_id, request, self.incarnation)
+                sim.network.send(self.broker_id, message.leader_id, fetch, now_ms)
             elif isinstance(message, ProposeIsr):
                 sim.on_proposal_sent(message.request)
-                sim.network.send(self.broker_id, CONTROLLER, AlterPartition(message.proposal_id, message.request), now_ms)
+                proposal = AlterPartition(message.proposal_id, message.request, self.incarnation)
+                sim.network.send(self.broker_id, CONTROLLER, proposal, now_ms)
         for completion in ready.completions:
             sim.checker.on_completion(self, completion)
             producer = completion.request_id[0]
@@ -212,7 +225,8 @@ class BrokerNode:
         )
         if answer:
             response = self.disk.log.fetch_response(plan)
-            self.sim.network.send(self.broker_id, source, FetchReply(message.fetch_id, response), now_ms)
+            reply = FetchReply(message.fetch_id, response, message.caller)
+            self.sim.network.send(self.broker_id, source, reply, now_ms)
             return True
         if held is None:
             deadline_ms = now_ms + message.request.max_wait_ms
@@ -242,5 +256,5 @@ class BrokerNode:
         self._held.remove(held)
         plan = self.replica.handle_fetch(held.message.request, self.sim.now_ms)
         self._process()
-        response = self.disk.log.fetch_response(plan)
-        self.sim.network.send(self.broker_id, held.source, FetchReply(held.message.fetch_id, response), self.sim.now_ms)
+        reply = FetchReply(held.message.fetch_id, self.disk.log.fetch_response(plan), held.message.caller)
+        self.sim.network.send(self.broker_id, held.source, reply, self.sim.now_ms)

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-DEFAULT_SEED_COUNT = 400
+DEFAULT_SEED_COUNT = 600
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -53,7 +53,7 @@ class ControllerNode:
             raise TypeError(f"controller got {message!r}")
         error, state = alter_partition(self.state, message.request, self.live)
         self._commit(Election(state))
-        reply = AlterPartitionReply(message.proposal_id, AlterPartitionResponse(error, state))
+        reply = AlterPartitionReply(message.proposal_id, AlterPartitionResponse(error, state), message.caller)
         self.sim.network.send(CONTROLLER, source, reply, self.sim.now_ms)
 
     def _commit(self, election: Election) -> None:

@@ -58,7 +58,7 @@ class SimConfig:
             replica_lag_time_ms_max=1_000,
             replica_fetch_wait_ms_max=200,
             replica_fetch_backoff_ms=100,
-            replica_fetch_timeout_ms=1_000,
+            replica_fetch_timeout_ms=500,
             alter_partition_retry_ms=300,
         )
     )
@@ -408,7 +408,7 @@ class Simulation:
 
 
 FAULT_PHASE_MS = 8_000
-SETTLE_MS_MAX = 20_000
+SETTLE_MS_MAX = 30_000
 
 
 def run_seed(seed: int, *, fault_phase_ms: int = FAULT_PHASE_MS) -> Simulation:

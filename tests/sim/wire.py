@@ -1,4 +1,10 @@
-"""The simulated RPCs: each request carries the id its answer comes back with."""
+"""The simulated RPCs: each request carries the id its answer comes back with.
+
+A request also names the incarnation of the process that sent it (`caller`),
+and its answer goes back to that incarnation only, as an RPC answer returns on
+the caller's own connection: a restarted broker never sees answers meant for
+its previous life (whose fetch and proposal ids it reuses).
+"""
 
 from dataclasses import dataclass
 from replog.core.messages import (
@@ -18,12 +24,14 @@ CONTROLLER = "controller"
 class Fetch:
     fetch_id: int
     request: FetchRequest
+    caller: int = 0
 
 
 @dataclass(frozen=True)
 class FetchReply:
     fetch_id: int
     response: FetchResponse
+    caller: int = 0
 
 
 @dataclass(frozen=True)
@@ -40,12 +48,14 @@ class ProduceReply:
 class AlterPartition:
     proposal_id: int
     request: AlterPartitionRequest
+    caller: int = 0
 
 
 @dataclass(frozen=True)
 class AlterPartitionReply:
     proposal_id: int
     response: AlterPartitionResponse
+    caller: int = 0
 
 
 @dataclass(frozen=True)
