@@ -1,5 +1,7 @@
 """Work the core has decided on and the driver has not yet taken (see Ready)."""
 
+from collections.abc import Callable
+
 from .epoch_cache import EpochEntry
 from .messages import CompleteProduce, LogOp, Message, Ready
 
@@ -43,10 +45,11 @@ class Outbox:
             or self._high_watermark_checkpoint_due
         )
 
-    def take(self, epoch_entries: tuple[EpochEntry, ...], high_watermark: int) -> Ready:
+    def take(self, epoch_entries: Callable[[], tuple[EpochEntry, ...]], high_watermark: int) -> Ready:
+        """Hand over the work; the epoch entries are read only when a checkpoint is due."""
         ready = Ready(
             log_ops=tuple(self._log_ops),
-            epoch_entries=epoch_entries if self._epoch_checkpoint_due else None,
+            epoch_entries=epoch_entries() if self._epoch_checkpoint_due else None,
             high_watermark=high_watermark if self._high_watermark_checkpoint_due else None,
             messages=tuple(self._messages),
             completions=tuple(self._completions),

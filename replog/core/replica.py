@@ -325,4 +325,4 @@ class PartitionReplica:
 
     def ready(self) -> Ready:
         """Take the work decided so far; apply it in the order Ready documents."""
-        return self._outbox.take(self._log.epoch_entries, self._log.high_watermark)
+        return self._outbox.take(lambda: self._log.epoch_entries, self._log.high_watermark)
