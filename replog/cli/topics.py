@@ -105,9 +105,10 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
+    partitions_only = args.under_replicated_partitions or args.unavailable_partitions
     with Admin(bootstrap_address(args)) as admin:
         topics = admin.describe_topics([args.topic] if args.topic else None)
-        configs, note = _configs(admin, [t.name for t in topics])
+        configs, note = _configs(admin, [t.name for t in topics]) if args.json or not partitions_only else ({}, None)
     if note:
         print(f"replog: {note}", file=sys.stderr)
     report = describe_report(topics, configs, under_replicated=args.under_replicated_partitions,
@@ -115,8 +116,7 @@ def _describe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(describe_text(report, topics, partitions_only=args.under_replicated_partitions
-                            or args.unavailable_partitions), end="")
+        print(describe_text(report, topics, partitions_only=partitions_only), end="")
     return 0
 
 
