@@ -207,11 +207,12 @@ class PartitionLog:
         headers = checked.headers
         first = headers[0]
         log_is_empty = self.log_end_offset == self._log_start_offset
-        if log_is_empty and first.base_offset < self.log_end_offset <= first.last_offset:
-            self.truncate_fully_and_start_at(first.base_offset)
-        problem = _offsets_problem(headers, self.log_end_offset)
+        restart = log_is_empty and first.base_offset < self.log_end_offset <= first.last_offset
+        problem = _offsets_problem(headers, first.base_offset if restart else self.log_end_offset)
         if problem:
             return AppendInfo(ErrorCode.OFFSET_OUT_OF_RANGE, problem)
+        if restart:
+            self.truncate_fully_and_start_at(first.base_offset)
         return self._append(view, headers, _epoch_starts(headers), now_ms)
 
     def _append(
