@@ -64,6 +64,7 @@ class Input(enum.Enum):
     PRODUCE = "produce"
     FETCH = "fetch"
     OFFSETS_FOR_LEADER_EPOCH = "offsets for leader epoch"
+    LIST_OFFSETS = "list offsets"
     FETCH_RESPONSE = "fetch response"
     ALTER_PARTITION_RESPONSE = "alter partition response"
 
@@ -87,7 +88,8 @@ ROLE_TRANSITIONS: Mapping[tuple[Role, Change], Role] = {
 # role this replica no longer has).
 SERVES: Mapping[Role, frozenset[Input]] = {
     Role.LEADER: frozenset(
-        {Input.PRODUCE, Input.FETCH, Input.OFFSETS_FOR_LEADER_EPOCH, Input.ALTER_PARTITION_RESPONSE}
+        {Input.PRODUCE, Input.FETCH, Input.OFFSETS_FOR_LEADER_EPOCH, Input.LIST_OFFSETS,
+         Input.ALTER_PARTITION_RESPONSE}
     ),
     Role.FOLLOWER: frozenset({Input.FETCH_RESPONSE}),
     Role.OFFLINE: frozenset(),
@@ -293,6 +295,10 @@ class PartitionReplica:
         if error != ErrorCode.NONE:
             return error, UNDEFINED_EPOCH_END_OFFSET
         return ErrorCode.NONE, self._leader.offsets_for_leader_epoch(leader_epoch)
+
+    def check_list_offsets(self, current_leader_epoch: int) -> ErrorCode:
+        """ListOffsets is the leader's to answer, under the same epoch fencing as a fetch."""
+        return self._request_error(current_leader_epoch, Input.LIST_OFFSETS)
 
     def handle_fetch_response(self, fetch_id: int, response: FetchResponse, now_ms: int) -> None:
         self._advance_clock(now_ms)

@@ -127,8 +127,14 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
 
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
+    received: list[str] = []
+
+    def on_signal(signum: signal.Signals) -> None:
+        received.append(signum.name)
+        stopping.set()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stopping.set)
+        loop.add_signal_handler(signum, on_signal, signum)
 
     starter = asyncio.create_task(service.start())
     stopper = asyncio.create_task(stopping.wait())
@@ -141,7 +147,7 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
             await stopping.wait()
         else:
             starter.cancel()
-        log.info("%s stopping", name)
+        log.info("%s stopping on %s", name, received[0] if received else "a failed start")
         await _mark(health_servicer, names, health_pb2.HealthCheckResponse.NOT_SERVING)
         await service.stop()
     finally:

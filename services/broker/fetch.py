@@ -109,7 +109,7 @@ def handle_list_offsets(partitions: Partitions, request: broker_pb2.ListOffsetsR
             driver = partitions.by_name.get((topic.topic, asked.partition))
             error = ErrorCode.NOT_LEADER_OR_FOLLOWER
             if driver is not None:
-                error, _ = driver.replica.handle_offsets_for_leader_epoch(asked.current_leader_epoch or -1, -1)
+                error = driver.replica.check_list_offsets(asked.current_leader_epoch)
             if error != ErrorCode.NONE:
                 result.error_code, result.error_message = int(error), error.name
                 continue

@@ -34,7 +34,7 @@ async def handle_produce(partitions: Partitions, request: broker_pb2.ProduceRequ
             if waiter is not None:
                 waits.append((result, waiter))
     if request.acks == ACKS_NONE:
-        return response
+        return response  # nobody reads it: Kafka sends none; ours says only what validation found
     timeout_s = max(request.timeout_ms, 0) / 1000 + ANSWER_GRACE_S
     for result, waiter in waits:
         try:
@@ -69,7 +69,7 @@ def _append(
         partitions.produce_waiters[request_id] = waiter
     driver.replica.handle_produce(
         ProduceRequest(request_id, bytearray(data.records), record_count, request.acks, request.timeout_ms,
-                       data.current_leader_epoch if data.current_leader_epoch else -1),
+                       data.current_leader_epoch),
         now,
     )
     partitions.apply(driver, now)
@@ -77,7 +77,10 @@ def _append(
     metrics.MESSAGES_IN.labels(topic).inc(record_count)
     metrics.PRODUCE_PURGATORY.set(len(partitions.produce_waiters))
     result.log_start_offset = driver.log.log_start_offset
-    return waiter if request.acks != ACKS_NONE else None
+    if request.acks == ACKS_NONE:
+        _fill(result, ErrorCode.NONE)
+        return None
+    return waiter
 
 
 def _fill(result: broker_pb2.ProducePartitionResponse, error: ErrorCode, message: str = "",

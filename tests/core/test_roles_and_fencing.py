@@ -119,6 +119,15 @@ def test_offsets_for_leader_epoch_is_answered_by_the_leader_only():
     assert follower.replica.handle_offsets_for_leader_epoch(3, 3)[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
+def test_list_offsets_is_answered_by_the_leader_under_epoch_fencing():
+    leader = node_in(Role.LEADER, leader_epoch=3)
+    assert leader.replica.check_list_offsets(3) == ErrorCode.NONE
+    assert leader.replica.check_list_offsets(-1) == ErrorCode.NONE
+    assert leader.replica.check_list_offsets(2) == ErrorCode.FENCED_LEADER_EPOCH
+    assert leader.replica.check_list_offsets(4) == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert node_in(Role.FOLLOWER).replica.check_list_offsets(3) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
 def test_consumers_read_only_below_the_high_watermark():
     leader = node_in(Role.LEADER)
     leader.replica.handle_produce(produce("a", b"x", b"y", acks=1), 0)
