@@ -8,6 +8,7 @@ hands messages and completions to the broker through a `Sink`.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Protocol
 
 from replog.core.epoch_cache import EpochEntry
@@ -62,13 +63,14 @@ class PartitionDriver:
     def is_leader(self) -> bool:
         return self.replica.role is Role.LEADER
 
-    def apply_ready(self, now_ms: int) -> None:
-        """Carry out everything the core has decided so far."""
+    def apply_ready(self) -> None:
+        """Carry out everything the core has decided so far (log times are the Unix clock's)."""
+        wall_ms = time.time_ns() // 1_000_000
         while self.replica.has_ready():
             ready = self.replica.ready()
             data_changed = bool(ready.log_ops) or ready.high_watermark is not None
             for op in ready.log_ops:
-                self._apply_log_op(op, now_ms)
+                self._apply_log_op(op, wall_ms)
             require(self.log.log_end_offset == self.replica.log_end_offset,
                     "%s: the log ends at %d but the core says %d", self.name,
                     self.log.log_end_offset, self.replica.log_end_offset)

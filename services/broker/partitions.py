@@ -36,7 +36,13 @@ TopicPartition = tuple[str, int]
 
 
 def now_ms() -> int:
+    """Monotonic milliseconds, for the cores: their time may never go back."""
     return time.monotonic_ns() // 1_000_000
+
+
+def wall_ms() -> int:
+    """Unix-clock milliseconds, for the logs: segment.ms and retention.ms compare record timestamps."""
+    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,7 @@ class Partitions:
         topic_settings: Callable[[str], TopicSettings],
         send_fetch: Callable[[PartitionDriver, SendFetch], None],
         propose_isr: Callable[[PartitionDriver, ProposeIsr], None],
+        cleanup_interval_ms: int = 300_000,
     ) -> None:
         self.broker_id = broker_id
         self._log_dirs = log_dirs
@@ -66,6 +73,7 @@ class Partitions:
         self._next_request_id = 0
         self._ticker: asyncio.Task[None] | None = None
         self._checkpoints: dict[str, _Checkpoints] = {}
+        self._cleanup_interval_s = cleanup_interval_ms / 1000
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -163,7 +171,7 @@ class Partitions:
         partition_log = PartitionLog.open(
             partition_directory(log_dir, topic, partition), settings.log,
             recovery_point=checkpoints.recovery_points.get(key, 0),
-            log_start_offset=checkpoints.log_starts.get(key, 0), now_ms=now,
+            log_start_offset=checkpoints.log_starts.get(key, 0), now_ms=wall_ms(),
         )
         entries = epoch_entries_from(partition_log.leader_epoch_checkpoint.read())
         high_watermark = min(checkpoints.high_watermarks.get(key, 0), partition_log.log_end_offset)
@@ -196,24 +204,40 @@ class Partitions:
         except StorageFailure as failure:
             log.error("%s; taking the replica offline", failure)
             driver.replica.stop(now, ErrorCode.KAFKA_STORAGE_ERROR)
-            driver.apply_ready(now)
+            driver.apply_ready()
 
     def _apply(self, driver: PartitionDriver, now: int) -> None:
-        driver.apply_ready(now)
+        driver.apply_ready()
 
     async def _tick_forever(self) -> None:
-        last_checkpoint = time.monotonic()
+        last_checkpoint = last_cleanup = time.monotonic()
         while True:
             await asyncio.sleep(TICK_INTERVAL_S)
-            now = now_ms()
+            now, wall = now_ms(), wall_ms()
             for driver in list(self.by_name.values()):
                 driver.replica.tick(now)
                 self.apply(driver, now)
-                driver.log.maybe_flush(now)
+                driver.log.maybe_flush(wall)
             self._update_gauges()
             if time.monotonic() - last_checkpoint >= CHECKPOINT_INTERVAL_S:
                 self.write_checkpoints()
                 last_checkpoint = time.monotonic()
+            if time.monotonic() - last_cleanup >= self._cleanup_interval_s:
+                self.clean_logs(wall)
+                last_cleanup = time.monotonic()
+
+    def clean_logs(self, wall: int) -> None:
+        """Kafka's log retention and cleaner: only below the HW, so nothing unreplicated goes."""
+        for driver in list(self.by_name.values()):
+            high_watermark = driver.replica.high_watermark
+            deleted = driver.log.apply_retention(wall, high_watermark=high_watermark)
+            if driver.log.config.compacts:
+                stats = driver.log.compact(wall, up_to_offset=high_watermark)
+                log.debug("%s compacted: %s", driver.name, stats)
+            if deleted:
+                driver.replica.advance_log_start_offset(driver.log.log_start_offset)
+                log.info("%s: retention deleted %d segments; the log now starts at %d", driver.name,
+                         deleted, driver.log.log_start_offset)
 
     def write_checkpoints(self) -> None:
         """The HW, recovery point and log start of every partition, per log dir (Kafka's files)."""

@@ -56,6 +56,8 @@ SETTINGS: tuple[Setting, ...] = (
             "default for topics (flush.messages): records between fsyncs"),
     Setting("log.flush.interval.ms", configuration.integer(0, 2**63 - 1), 2**63 - 1,
             "default for topics (flush.ms): longest time between fsyncs"),
+    Setting("log.retention.check.interval.ms", configuration.integer(100, 2**31 - 1), 300_000,
+            "how often retention deletes old segments and compacted topics are cleaned"),
     *configuration.ZOOKEEPER_SETTINGS,
     *configuration.SERVER_SETTINGS,
 )
@@ -98,7 +100,8 @@ class BrokerProcess:
         self._tasks: set[asyncio.Task[None]] = set()
         self._controller = ControllerChannel(self.broker_id, self._max_message_bytes, self._on_alter_partition_answer)
         self._partitions = Partitions(self.broker_id, self._log_dirs, self._settings_for,
-                                      self._send_fetch, self._propose_isr)
+                                      self._send_fetch, self._propose_isr,
+                                      cleanup_interval_ms=config["log.retention.check.interval.ms"])
 
     def add_to_server(self, server: grpc.aio.Server) -> Sequence[str]:
         servicer = BrokerServicer(self._partitions, lambda: self.broker_epoch,
