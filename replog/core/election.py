@@ -8,11 +8,14 @@ epoch. The real controller persists the result in ZooKeeper before it acts on
 it; the simulator applies it in memory.
 """
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from .errors import ErrorCode
 from .messages import NO_LEADER, AlterPartitionRequest, PartitionState
+
+Key = TypeVar("Key", bound=Hashable)
 
 
 def initial_state(replicas: tuple[int, ...]) -> PartitionState:
@@ -113,6 +116,73 @@ def on_broker_startup(
     if state.leader != NO_LEADER:
         return Election(state)
     return elect_leader(state, live_brokers, unclean_leader_election_enable=unclean_leader_election_enable)
+
+
+def elect_preferred_leader(state: PartitionState, live_brokers: Collection[int]) -> tuple[ErrorCode, PartitionState]:
+    """Preferred-leader election: the first replica leads again, provided it is alive and in
+    the ISR (so no committed record can be lost by the move)."""
+    preferred = state.replicas[0]
+    if state.leader == preferred:
+        return ErrorCode.ELECTION_NOT_NEEDED, state
+    if preferred not in live_brokers or preferred not in state.isr:
+        return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, state
+    return ErrorCode.NONE, _with_leader(state, preferred, state.isr)
+
+
+def elect_unclean_leader(state: PartitionState, live_brokers: Collection[int]) -> tuple[ErrorCode, Election]:
+    """An unclean election an operator asked for: a partition without a live leader takes a
+    live ISR member if there is one, else any live replica (whatever the topic's
+    unclean.leader.election.enable says). A partition with a live leader is left alone."""
+    if state.leader != NO_LEADER and state.leader in live_brokers:
+        return ErrorCode.ELECTION_NOT_NEEDED, Election(state)
+    election = elect_leader(state, live_brokers, unclean_leader_election_enable=True)
+    if election.state.leader == NO_LEADER:
+        return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, Election(state)
+    return ErrorCode.NONE, election
+
+
+def preferred_elections_due(
+    states: Mapping[Key, PartitionState], live_brokers: Collection[int], imbalance_percentage_max: int
+) -> list[Key]:
+    """Kafka's auto.leader.rebalance.enable check: for each broker, the share of the partitions
+    it prefers to lead that another broker leads; above leader.imbalance.per.broker.percentage,
+    those of them where it is alive and in the ISR are due a preferred-leader election."""
+    preferred_by: dict[int, list[Key]] = {}
+    for key, state in states.items():
+        preferred_by.setdefault(state.replicas[0], []).append(key)
+    due: list[Key] = []
+    for broker in sorted(preferred_by):
+        keys = preferred_by[broker]
+        led_elsewhere = [key for key in keys if states[key].leader != broker]
+        if len(led_elsewhere) * 100 <= imbalance_percentage_max * len(keys):
+            continue
+        if broker in live_brokers:
+            due += [key for key in led_elsewhere if broker in states[key].isr]
+    return due
+
+
+def with_replicas(state: PartitionState, replicas: tuple[int, ...]) -> PartitionState:
+    """A reassignment starts (or changes course): the replica set becomes `replicas` (target and
+    original together); leader and ISR stay. The partition epoch grows, so that the leader
+    learns of the replicas it must now serve (KIP-455)."""
+    return replace(state, replicas=replicas, partition_epoch=state.partition_epoch + 1)
+
+
+def move_to_replicas(
+    state: PartitionState, replicas: tuple[int, ...], live_brokers: Collection[int]
+) -> Election | None:
+    """A reassignment ends (completed, or cancelled back to the original replicas): the ISR
+    keeps only members of `replicas`; the leader stays if it is one of them and alive,
+    otherwise the first live one of the new ISR in replica order leads. None when no
+    replica of `replicas` is a live ISR member: the change must wait."""
+    isr = tuple(replica for replica in state.isr if replica in replicas)
+    moved = replace(state, replicas=replicas, isr=isr, partition_epoch=state.partition_epoch + 1)
+    if state.leader in isr and state.leader in live_brokers:
+        return Election(moved)
+    for replica in replicas:
+        if replica in isr and replica in live_brokers:
+            return Election(replace(moved, leader=replica, leader_epoch=state.leader_epoch + 1))
+    return None
 
 
 def alter_partition(

@@ -5,10 +5,15 @@ import pytest
 from replog.core.election import (
     alter_partition,
     elect_leader,
+    elect_preferred_leader,
+    elect_unclean_leader,
     initial_state,
+    move_to_replicas,
     on_broker_failure,
     on_broker_startup,
     on_controlled_shutdown,
+    preferred_elections_due,
+    with_replicas,
 )
 from replog.core.errors import ErrorCode
 from replog.core.messages import NO_LEADER, AlterPartitionRequest, IsrMember, PartitionState
@@ -103,3 +108,69 @@ def test_alter_partition_only_admits_live_replicas_of_the_incarnation_the_leader
     assert alter_partition(shrunk, request((1, 2), epochs={2: 7}), {1: 1, 2: 8})[0] == ErrorCode.INELIGIBLE_REPLICA
     error, state = alter_partition(shrunk, request((1, 2), epochs={2: 8}), {1: 1, 2: 8})
     assert error == ErrorCode.NONE and state.isr == (1, 2)
+
+
+# -- elections an operator asks for ------------------------------------------------------------
+
+
+def test_preferred_election_moves_leadership_back_to_the_first_replica_when_it_is_in_sync():
+    led_by_2 = PartitionState(2, 5, (2, 3, 1), 10, (1, 2, 3))
+    moved_back = PartitionState(1, 6, (2, 3, 1), 11, (1, 2, 3))
+    assert elect_preferred_leader(led_by_2, {1, 2, 3}) == (ErrorCode.NONE, moved_back)
+    assert elect_preferred_leader(STATE, {1, 2, 3}) == (ErrorCode.ELECTION_NOT_NEEDED, STATE)
+
+
+@pytest.mark.parametrize("isr, live", [((2, 3), {1, 2, 3}), ((2, 3, 1), {2, 3})])
+def test_preferred_election_never_takes_a_replica_that_is_out_of_sync_or_dead(isr, live):
+    led_by_2 = PartitionState(2, 5, isr, 10, (1, 2, 3))
+    assert elect_preferred_leader(led_by_2, live) == (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, led_by_2)
+
+
+def test_an_unclean_election_on_request_prefers_the_isr_then_takes_any_live_replica():
+    offline = PartitionState(NO_LEADER, 5, (1,), 10, (1, 2, 3))
+    error, election = elect_unclean_leader(offline, {2, 3})
+    assert error == ErrorCode.NONE and election.unclean
+    assert election.state == PartitionState(2, 6, (2,), 11, (1, 2, 3))
+    error, election = elect_unclean_leader(offline, {1, 3})
+    assert error == ErrorCode.NONE and not election.unclean and election.state.leader == 1
+
+
+def test_an_unclean_election_leaves_a_led_partition_alone_and_needs_a_live_replica():
+    assert elect_unclean_leader(STATE, {1, 2})[0] == ErrorCode.ELECTION_NOT_NEEDED
+    offline = PartitionState(NO_LEADER, 5, (1,), 10, (1, 2, 3))
+    assert elect_unclean_leader(offline, {4})[0] == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+
+
+def test_rebalance_is_due_only_above_the_imbalance_percentage_and_only_where_possible():
+    # Broker 1 prefers four partitions and leads one: 75 % imbalance.
+    states = {
+        "a": PartitionState(1, 0, (1, 2), 0, (1, 2)),
+        "b": PartitionState(2, 1, (2, 1), 1, (1, 2)),
+        "c": PartitionState(2, 1, (2, 1), 1, (1, 2)),
+        "d": PartitionState(2, 1, (2,), 1, (1, 2)),  # 1 is not in sync: not movable
+        "e": PartitionState(2, 0, (2, 1), 0, (2, 1)),  # broker 2 is balanced
+    }
+    assert preferred_elections_due(states, {1, 2}, imbalance_percentage_max=10) == ["b", "c"]
+    assert preferred_elections_due(states, {1, 2}, imbalance_percentage_max=75) == []
+    assert preferred_elections_due(states, {2}, imbalance_percentage_max=10) == []
+
+
+# -- reassignment ----------------------------------------------------------------------------------
+
+
+def test_a_reassignment_grows_the_replicas_and_tells_the_leader_by_the_partition_epoch():
+    assert with_replicas(STATE, (4, 1, 2, 3)) == PartitionState(1, 4, (1, 2, 3), 10, (4, 1, 2, 3))
+
+
+def test_finishing_a_reassignment_keeps_a_leader_that_stays_and_drops_the_removed_replicas():
+    growing = PartitionState(1, 4, (1, 2, 3, 4), 10, (4, 1, 2, 3))
+    moved = move_to_replicas(growing, (4, 1, 2), {1, 2, 3, 4})
+    assert moved.state == PartitionState(1, 4, (1, 2, 4), 11, (4, 1, 2))
+
+
+def test_finishing_a_reassignment_that_removes_the_leader_elects_an_isr_member_of_the_target():
+    growing = PartitionState(1, 4, (1, 2, 3, 4), 10, (3, 4, 1, 2))
+    moved = move_to_replicas(growing, (3, 4), {1, 2, 3, 4})
+    assert moved.state == PartitionState(3, 5, (3, 4), 11, (3, 4))
+    assert move_to_replicas(growing, (3, 4), {1, 2}) is None
+    assert move_to_replicas(PartitionState(1, 4, (1, 2), 10, (3, 1, 2)), (3,), {1, 2, 3}) is None
