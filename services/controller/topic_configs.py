@@ -1,33 +1,31 @@
-"""The topic configs a topic may set, under Kafka's names, with Kafka's defaults.
+"""The topic configs a topic may set, under Kafka's names, with Kafka's defaults: one table.
 
-Pure (stdlib only). The controller validates configs against this table when a
-topic is created; `/config/topics/<topic>` then holds only the configs the
-topic set, and every other one takes the default below.
+Each config's default and check live in one place. The log's configs are the
+fields of `replog.storage.LogConfig` (what a broker builds a partition's log
+from): their defaults are its defaults and a value is valid when LogConfig
+accepts it. `min.insync.replicas` takes its default from core's
+`ReplicaConfig`. Only the configs neither knows are defined here.
+
+`/config/topics/<topic>` holds only the configs the topic set, normalised as
+`validate_topic_configs` returns them; every other config takes its default.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+import enum
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
-DAY_MS = 24 * 60 * 60 * 1000
+from replog.core.config import ReplicaConfig
+from replog.storage.config import INT32_MAX, LogConfig, LogConfigError
 
-CLEANUP_POLICIES = ("compact", "delete")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+# Configs whose value is a comma-separated list: AlterConfigs may append to or subtract from them.
+LIST_CONFIGS = frozenset({"cleanup.policy"})
 
 
 class InvalidConfig(ValueError):
     """One sentence saying which config is wrong and what it accepts."""
-
-
-@dataclasses.dataclass(frozen=True)
-class TopicConfigDef:
-    name: str
-    default: str
-    normalise: Callable[[str, str], str]  # (name, text) -> value to store; raises InvalidConfig
-    doc: str
 
 
 def _integer(minimum: int, maximum: int) -> Callable[[str, str], str]:
@@ -50,13 +48,6 @@ def _boolean(name: str, text: str) -> str:
     return value
 
 
-def _cleanup_policy(name: str, text: str) -> str:
-    policies = sorted({part.strip() for part in text.split(",") if part.strip()})
-    if not policies or any(p not in CLEANUP_POLICIES for p in policies):
-        raise InvalidConfig(f"{name} must be delete, compact or compact,delete, not {text!r}")
-    return ",".join(policies)
-
-
 def _compression_type(name: str, text: str) -> str:
     value = text.strip().lower()
     if value not in COMPRESSION_TYPES:
@@ -64,53 +55,103 @@ def _compression_type(name: str, text: str) -> str:
     return value
 
 
-TOPIC_CONFIGS: Mapping[str, TopicConfigDef] = {
-    d.name: d
-    for d in (
-        TopicConfigDef("min.insync.replicas", "1", _integer(1, INT32_MAX),
-                       "fewest ISR members for an acks=all write to be accepted"),
-        TopicConfigDef("unclean.leader.election.enable", "false", _boolean,
-                       "elect a replica outside the ISR when no ISR member is alive (may lose records)"),
-        TopicConfigDef("retention.ms", str(7 * DAY_MS), _integer(-1, INT64_MAX),
-                       "how long to keep a segment after its last record, in ms; -1 keeps forever"),
-        TopicConfigDef("retention.bytes", "-1", _integer(-1, INT64_MAX),
-                       "largest size of a partition's log before old segments go; -1: no limit"),
-        TopicConfigDef("segment.bytes", str(1024**3), _integer(14, INT32_MAX),
-                       "size at which a segment is rolled, in bytes"),
-        TopicConfigDef("segment.ms", str(7 * DAY_MS), _integer(1, INT64_MAX),
-                       "age at which a segment is rolled, in ms"),
-        TopicConfigDef("cleanup.policy", "delete", _cleanup_policy,
-                       "delete (by retention), compact (by key), or both"),
-        TopicConfigDef("flush.messages", str(INT64_MAX), _integer(1, INT64_MAX),
-                       "fsync after this many records; 1 fsyncs every batch"),
-        TopicConfigDef("flush.ms", str(INT64_MAX), _integer(0, INT64_MAX),
-                       "fsync at least this often, in ms"),
-        TopicConfigDef("max.message.bytes", str(1024 * 1024 + 12), _integer(0, INT32_MAX),
-                       "largest record batch the leader accepts, in bytes"),
-        TopicConfigDef("compression.type", "producer", _compression_type,
-                       "compression of stored batches; producer keeps what the producer sent"),
-        TopicConfigDef("delete.retention.ms", str(DAY_MS), _integer(0, INT64_MAX),
-                       "how long tombstones stay in a compacted topic, in ms"),
-    )
+# The configs that are not the log's: (default, normalise).
+_REPLICA_CONFIGS: Mapping[str, tuple[str, Callable[[str, str], str]]] = {
+    "min.insync.replicas": (str(ReplicaConfig().min_insync_replicas), _integer(1, INT32_MAX)),
+    "unclean.leader.election.enable": ("false", _boolean),
+    "compression.type": ("producer", _compression_type),
 }
+
+# The log's configs: Kafka's name of each LogConfig field, and its default.
+_LOG_FIELDS: Mapping[str, str] = {f.name.replace("_", "."): f.name for f in dataclasses.fields(LogConfig)}
+_LOG_DEFAULTS: Mapping[str, str] = {name: str(getattr(LogConfig(), field)) for name, field in _LOG_FIELDS.items()}
+
+# Every topic config and its default, by name.
+TOPIC_CONFIG_DEFAULTS: Mapping[str, str] = dict(sorted(
+    {**_LOG_DEFAULTS, **{name: default for name, (default, _) in _REPLICA_CONFIGS.items()}}.items()))
 
 
 def validate_topic_configs(configs: Mapping[str, str]) -> dict[str, str]:
     """The configs as they are stored; InvalidConfig names the first unknown or invalid one."""
-    stored: dict[str, str] = {}
-    for name in sorted(configs):
-        definition = TOPIC_CONFIGS.get(name)
-        if definition is None:
-            raise InvalidConfig(
-                f"unknown topic config {name!r}; known topic configs: {', '.join(sorted(TOPIC_CONFIGS))}")
-        stored[name] = definition.normalise(name, configs[name])
-    return stored
+    _check_known(configs)
+    stored = {name: normalise(name, configs[name])
+              for name, (_, normalise) in _REPLICA_CONFIGS.items() if name in configs}
+    log_configs = {name: configs[name] for name in configs if name in _LOG_FIELDS}
+    try:
+        log_config = LogConfig.from_topic_config(log_configs)
+    except (LogConfigError, TypeError) as error:
+        raise InvalidConfig(str(error)) from None
+    stored.update({name: str(getattr(log_config, _LOG_FIELDS[name])) for name in log_configs})
+    return dict(sorted(stored.items()))
+
+
+def _check_known(names: Iterable[str]) -> None:
+    unknown = sorted(set(names) - TOPIC_CONFIG_DEFAULTS.keys())
+    if unknown:
+        raise InvalidConfig(f"unknown topic config {unknown[0]!r}; known topic configs: "
+                            f"{', '.join(TOPIC_CONFIG_DEFAULTS)}")
 
 
 def effective(configs: Mapping[str, str], name: str) -> str:
     """A topic's value of one config: its own, else the default."""
-    return configs.get(name, TOPIC_CONFIGS[name].default)
+    return configs.get(name, TOPIC_CONFIG_DEFAULTS[name])
 
 
 def unclean_leader_election_enabled(configs: Mapping[str, str]) -> bool:
     return effective(configs, "unclean.leader.election.enable") == "true"
+
+
+# -- AlterConfigs (Kafka's IncrementalAlterConfigs) -----------------------------------------------
+
+
+class ConfigOp(enum.Enum):
+    SET = "set"
+    DELETE = "delete"  # back to the default
+    APPEND = "append"  # to a list config
+    SUBTRACT = "subtract"  # from a list config
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigChange:
+    name: str
+    op: ConfigOp
+    value: str | None = None
+
+
+def apply_config_changes(configs: Mapping[str, str], changes: Sequence[ConfigChange]) -> dict[str, str]:
+    """The topic's configs after the changes, validated and normalised; InvalidConfig when a
+    change is malformed or the result is not valid (then nothing is changed)."""
+    names = [change.name for change in changes]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise InvalidConfig(f"{repeated[0]} is changed more than once in one request")
+    _check_known(names)
+    result = dict(configs)
+    for change in changes:
+        if change.op is ConfigOp.DELETE:
+            result.pop(change.name, None)
+            continue
+        if change.value is None:
+            raise InvalidConfig(f"{change.name}: {change.op.value} needs a value")
+        if change.op is ConfigOp.SET:
+            result[change.name] = change.value
+            continue
+        if change.name not in LIST_CONFIGS:
+            raise InvalidConfig(f"{change.name} is not a list: only {', '.join(sorted(LIST_CONFIGS))} can be "
+                                f"appended to or subtracted from")
+        result[change.name] = _changed_list(effective(result, change.name), change)
+    return validate_topic_configs(result)
+
+
+def _changed_list(current: str, change: ConfigChange) -> str:
+    items = [item.strip() for item in current.split(",") if item.strip()]
+    values = [item.strip() for item in (change.value or "").split(",") if item.strip()]
+    if change.op is ConfigOp.APPEND:
+        return ",".join(items + [v for v in values if v not in items])
+    return ",".join(item for item in items if item not in values)
+
+
+def described(configs: Mapping[str, str], names: Iterable[str] = ()) -> list[tuple[str, str, bool]]:
+    """(name, effective value, set for the topic) of the named configs, or of all when none are named."""
+    wanted = list(names) or list(TOPIC_CONFIG_DEFAULTS)
+    return [(name, effective(configs, name), name in configs) for name in wanted if name in TOPIC_CONFIG_DEFAULTS]
