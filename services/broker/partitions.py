@@ -28,6 +28,7 @@ log = logging.getLogger("replog.broker")
 
 TICK_INTERVAL_S = 0.05
 CHECKPOINT_INTERVAL_S = 5.0
+GAUGE_INTERVAL_S = 1.0
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
@@ -74,6 +75,7 @@ class Partitions:
         self._ticker: asyncio.Task[None] | None = None
         self._checkpoints: dict[str, _Checkpoints] = {}
         self._cleanup_interval_s = cleanup_interval_ms / 1000
+        self._checkpointing: asyncio.Task[None] | None = None
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -82,9 +84,11 @@ class Partitions:
         self._checkpoints = {d: _Checkpoints(d) for d in self._log_dirs}
         self._ticker = asyncio.get_running_loop().create_task(self._tick_forever())
 
-    def close(self) -> None:
+    async def close(self) -> None:
         if self._ticker:
             self._ticker.cancel()
+        if self._checkpointing is not None:
+            await self._checkpointing
         self.write_checkpoints()
         for driver in self.by_name.values():
             driver.log.close()
@@ -210,7 +214,7 @@ class Partitions:
         driver.apply_ready()
 
     async def _tick_forever(self) -> None:
-        last_checkpoint = last_cleanup = time.monotonic()
+        last_checkpoint = last_cleanup = last_gauges = time.monotonic()
         while True:
             await asyncio.sleep(TICK_INTERVAL_S)
             now, wall = now_ms(), wall_ms()
@@ -218,9 +222,14 @@ class Partitions:
                 driver.replica.tick(now)
                 self.apply(driver, now)
                 driver.log.maybe_flush(wall)
-            self._update_gauges()
-            if time.monotonic() - last_checkpoint >= CHECKPOINT_INTERVAL_S:
-                self.write_checkpoints()
+            if time.monotonic() - last_gauges >= GAUGE_INTERVAL_S:
+                self._update_gauges()
+                last_gauges = time.monotonic()
+            if time.monotonic() - last_checkpoint >= CHECKPOINT_INTERVAL_S and self._checkpoint_done():
+                # The offsets are taken here, on the loop; the files are written and fsynced in a
+                # thread, so a slow disk never stalls produce and fetch.
+                self._checkpointing = asyncio.get_running_loop().create_task(
+                    asyncio.to_thread(self._write_snapshots, self._snapshots()))
                 last_checkpoint = time.monotonic()
             if time.monotonic() - last_cleanup >= self._cleanup_interval_s:
                 self.clean_logs(wall)
@@ -241,9 +250,22 @@ class Partitions:
 
     def write_checkpoints(self) -> None:
         """The HW, recovery point and log start of every partition, per log dir (Kafka's files)."""
+        self._write_snapshots(self._snapshots())
+
+    def _checkpoint_done(self) -> bool:
+        return self._checkpointing is None or self._checkpointing.done()
+
+    def _snapshots(self) -> list[tuple[_Checkpoints, _Snapshot]]:
+        snapshots = []
         for log_dir, checkpoints in self._checkpoints.items():
             hosted = [d for d in self.by_name.values() if str(d.log.directory.parent) == log_dir]
-            checkpoints.write(hosted)
+            snapshots.append((checkpoints, _Snapshot.of(hosted)))
+        return snapshots
+
+    @staticmethod
+    def _write_snapshots(snapshots: list[tuple[_Checkpoints, _Snapshot]]) -> None:
+        for checkpoints, snapshot in snapshots:
+            checkpoints.write(snapshot)
 
     def _update_gauges(self) -> None:
         drivers = list(self.by_name.values())
@@ -277,13 +299,25 @@ class _Checkpoints:
         self.recovery_points = _read_or_empty(self._recovery_file)
         self.log_starts = _read_or_empty(self._log_start_file)
 
-    def write(self, drivers: list[PartitionDriver]) -> None:
-        self.high_watermarks = {(d.topic, d.partition): d.replica.high_watermark for d in drivers}
-        self.recovery_points = {(d.topic, d.partition): d.log.recovery_point for d in drivers}
-        self.log_starts = {(d.topic, d.partition): d.log.log_start_offset for d in drivers}
-        self._high_watermark_file.write(self.high_watermarks)
-        self._recovery_file.write(self.recovery_points)
-        self._log_start_file.write(self.log_starts)
+    def write(self, snapshot: _Snapshot) -> None:
+        self._high_watermark_file.write(snapshot.high_watermarks)
+        self._recovery_file.write(snapshot.recovery_points)
+        self._log_start_file.write(snapshot.log_starts)
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    high_watermarks: dict[TopicPartition, int]
+    recovery_points: dict[TopicPartition, int]
+    log_starts: dict[TopicPartition, int]
+
+    @classmethod
+    def of(cls, drivers: list[PartitionDriver]) -> _Snapshot:
+        return cls(
+            {(d.topic, d.partition): d.replica.high_watermark for d in drivers},
+            {(d.topic, d.partition): d.log.recovery_point for d in drivers},
+            {(d.topic, d.partition): d.log.log_start_offset for d in drivers},
+        )
 
 
 def _read_or_empty(checkpoint: OffsetCheckpointFile) -> dict[TopicPartition, int]:

@@ -129,7 +129,7 @@ class BrokerProcess:
         for fetcher in self._fetchers.values():
             await fetcher.stop()
         await self._controller.stop()
-        self._partitions.close()
+        await self._partitions.close()
         await self._store.stop()
 
     # -- registration ----------------------------------------------------------------------
