@@ -43,6 +43,7 @@ TERM_WAIT_S_MAX = 60.0
 DEV_DEFAULTS = {
     "zookeeper.session.timeout.ms": "6000",
     "replica.lag.time.max.ms": "10000",
+    "controlled.shutdown.retry.backoff.ms": "200",
 }
 
 
@@ -211,9 +212,6 @@ class Cluster:
         if not zookeeper.wait_ready(host, int(port)):
             raise DevError(f"ZooKeeper did not start within {zookeeper.READY_WAIT_S_MAX:g} s; see {log_path}.")
 
-    def all_pids(self) -> list[tuple[int, str]]:
-        return [(m.pid, SERVICE_MARKER + m.kind) for m in self.members() if m.pid]
-
 
 def _plural(kind: str) -> str:
     return {"broker": "brokers", "controller": "controllers", "metadata": "metadata"}[kind]
@@ -359,7 +357,11 @@ def _ports(base_port: int, count: int) -> Iterable[int]:
 def down(cluster: Cluster) -> list[str]:
     """Stop every process; returns the names of those that had to be killed."""
     members = cluster.members()
-    killed = stop_processes(cluster.all_pids(), grace_s=TERM_WAIT_S_MAX / 2)
+    # Brokers first, while a controller can still answer their controlled shutdown.
+    killed = []
+    for kinds in (("metadata", "broker"), ("controller",)):
+        pids = [(m.pid, SERVICE_MARKER + m.kind) for m in members if m.kind in kinds and m.pid]
+        killed += stop_processes(pids, grace_s=TERM_WAIT_S_MAX / 2)
     names = [m.name for m in members if m.pid in killed]
     for member in members:
         cluster.record_pid(member, None)

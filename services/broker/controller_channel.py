@@ -57,6 +57,51 @@ class ControllerChannel:
         self._controller = controller
         self._wakeup.set()
 
+    async def controlled_shutdown(self, attempts: int, backoff_s: float) -> list[tuple[str, int]]:
+        """Ask the controller to move this broker's leaderships away; returns what it still leads.
+
+        Kafka's controlled shutdown: with the leaderships moved first, stopping
+        the broker makes no partition unavailable, so a rolling restart is
+        invisible to producers and consumers.
+        """
+        remaining: list[tuple[str, int]] = [("?", -1)]
+        for attempt in range(1, attempts + 1):
+            if self._controller is None:
+                log.warning("controlled shutdown: no active controller known (attempt %d of %d)", attempt, attempts)
+            else:
+                try:
+                    remaining = await self._ask_to_shut_down()
+                except grpc.aio.AioRpcError as error:
+                    log.warning("controlled shutdown attempt %d of %d failed: %s", attempt, attempts,
+                                error.code().name)
+                else:
+                    if not remaining:
+                        return []
+                    log.warning("controlled shutdown attempt %d of %d: still leading %d partitions",
+                                attempt, attempts, len(remaining))
+            if attempt < attempts:
+                await asyncio.sleep(backoff_s)
+        return remaining
+
+    async def _ask_to_shut_down(self) -> list[tuple[str, int]]:
+        stub = controller_pb2_grpc.ControllerServiceStub(self._ensure_channel())
+        response = await stub.ControlledShutdown(
+            controller_pb2.ControlledShutdownRequest(broker_id=self._broker_id, broker_epoch=self.broker_epoch),
+            timeout=ALTER_PARTITION_TIMEOUT_S,
+        )
+        error = ErrorCode(response.error_code) if response.error_code else ErrorCode.UNKNOWN_SERVER_ERROR
+        if error != ErrorCode.NONE:
+            log.warning("controlled shutdown refused: %s %s", error.name, response.error_message)
+            return [("?", -1)]
+        return [(p.topic, p.partition) for p in response.remaining_partitions]
+
+    def _ensure_channel(self) -> grpc.aio.Channel:
+        assert self._controller is not None
+        if self._channel is None:
+            address = f"{self._controller.host}:{self._controller.port}"
+            self._channel = grpc.aio.insecure_channel(address, options=self._options)
+        return self._channel
+
     def propose(self, topic: str, partition: int, proposal_id: int, request: AlterPartitionRequest) -> None:
         """Queue a proposal; a newer one for the same partition replaces an unsent older one."""
         self._pending[(topic, partition)] = (proposal_id, request)
@@ -85,15 +130,12 @@ class ControllerChannel:
         self._wakeup.set()
 
     async def _send(self, batch: dict[tuple[str, int], tuple[int, AlterPartitionRequest]]) -> controller_pb2.AlterPartitionResponse:
-        assert self._controller is not None
-        if self._channel is None:
-            address = f"{self._controller.host}:{self._controller.port}"
-            self._channel = grpc.aio.insecure_channel(address, options=self._options)
+        channel = self._ensure_channel()
         request = controller_pb2.AlterPartitionRequest(broker_id=self._broker_id, broker_epoch=self.broker_epoch)
         for (topic, partition), (_, proposal) in batch.items():
             request.partitions.add(topic=topic, partition=partition, leader_epoch=proposal.leader_epoch,
                                    new_isr=list(proposal.isr), partition_epoch=proposal.partition_epoch)
-        stub = controller_pb2_grpc.ControllerServiceStub(self._channel)
+        stub = controller_pb2_grpc.ControllerServiceStub(channel)
         return await stub.AlterPartition(request, timeout=ALTER_PARTITION_TIMEOUT_S)
 
     def _deliver(self, batch: dict[tuple[str, int], tuple[int, AlterPartitionRequest]],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 
 import grpc
@@ -56,6 +57,12 @@ SETTINGS: tuple[Setting, ...] = (
             "default for topics (flush.messages): records between fsyncs"),
     Setting("log.flush.interval.ms", configuration.integer(0, 2**63 - 1), 2**63 - 1,
             "default for topics (flush.ms): longest time between fsyncs"),
+    Setting("controlled.shutdown.enable", configuration.boolean, True,
+            "on SIGTERM, ask the controller to move this broker's leaderships away before stopping"),
+    Setting("controlled.shutdown.max.retries", configuration.integer(1, 100), 3,
+            "attempts at a controlled shutdown before stopping anyway"),
+    Setting("controlled.shutdown.retry.backoff.ms", configuration.integer(0, 600_000), 5_000,
+            "wait between controlled shutdown attempts"),
     Setting("log.retention.check.interval.ms", configuration.integer(100, 2**31 - 1), 300_000,
             "how often retention deletes old segments and compacted topics are cleaned"),
     *configuration.ZOOKEEPER_SETTINGS,
@@ -94,6 +101,8 @@ class BrokerProcess:
             connection_timeout_ms=config["zookeeper.connection.timeout.ms"],
         )
         self.broker_epoch: int | None = None
+        self._controlled_shutdown = (config["controlled.shutdown.enable"], config["controlled.shutdown.max.retries"],
+                                     config["controlled.shutdown.retry.backoff.ms"] / 1000)
         self._topic_configs: dict[str, TopicSettings] = {}
         self._endpoints: dict[int, str] = {}
         self._fetchers: dict[int, LeaderFetcher] = {}
@@ -126,6 +135,15 @@ class BrokerProcess:
         self._store.on_session_restored(self._on_session_restored)
 
     async def stop(self) -> None:
+        enabled, attempts, backoff_s = self._controlled_shutdown
+        if enabled and self.broker_epoch is not None:
+            started = time.monotonic()
+            remaining = await self._controller.controlled_shutdown(attempts, backoff_s)
+            if remaining:
+                log.warning("broker %d stops while still leading %d partitions", self.broker_id, len(remaining))
+            else:
+                log.info("broker %d: controlled shutdown moved its leaderships in %.3f s", self.broker_id,
+                         time.monotonic() - started)
         for fetcher in self._fetchers.values():
             await fetcher.stop()
         await self._controller.stop()
