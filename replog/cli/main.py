@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from replog.cli import bench, consume, dev, produce, topics
+from replog.cli import bench, configs, consume, dev, leader_election, produce, reassign, topics
 from replog.cli.bootstrap import user_message
 from replog.client.errors import ClientError
 
@@ -20,6 +20,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     dev.add_commands(commands)
     topics.add_commands(commands)
+    leader_election.add_commands(commands)
+    reassign.add_commands(commands)
+    configs.add_commands(commands)
     produce.add_commands(commands)
     consume.add_commands(commands)
     bench.add_commands(commands)

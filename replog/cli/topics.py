@@ -1,4 +1,4 @@
-"""`replog topics create|describe|list`, with kafka-topics' flags and layout."""
+"""`replog topics create|describe|list|delete|alter`, with kafka-topics' flags and layout."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from replog.core.errors import ErrorCode
 
 
 def add_commands(commands: Any) -> None:
-    parser = commands.add_parser("topics", help="create, describe and list topics",
-                                 description="Create, describe and list topics (as kafka-topics does).")
+    parser = commands.add_parser("topics", help="create, describe, list, delete and grow topics",
+                                 description="Create, describe, list, delete and grow topics (as kafka-topics does).")
     sub = parser.add_subparsers(dest="topics_command", metavar="ACTION", required=True)
 
     create = sub.add_parser("create", help="create a topic")
@@ -45,6 +45,18 @@ def add_commands(commands: Any) -> None:
     listing = sub.add_parser("list", help="list the topic names")
     add_cluster_arguments(listing)
     listing.set_defaults(handler=_list)
+
+    delete = sub.add_parser("delete", help="delete a topic and its data on every broker")
+    delete.add_argument("topic")
+    add_cluster_arguments(delete)
+    delete.set_defaults(handler=_delete)
+
+    alter = sub.add_parser("alter", help="add partitions to a topic")
+    alter.add_argument("topic")
+    alter.add_argument("--partitions", type=_positive, required=True,
+                       help="the topic's new number of partitions (only ever more)")
+    add_cluster_arguments(alter)
+    alter.set_defaults(handler=_alter)
 
 
 def _positive(text: str) -> int:
@@ -176,4 +188,28 @@ def _list(args: argparse.Namespace) -> int:
     with Admin(bootstrap_address(args)) as admin:
         for name in admin.list_topics():
             print(name)
+    return 0
+
+
+# How long `topics delete` waits for the brokers to delete the topic's replicas.
+DELETE_WAIT_MS = 30_000
+
+
+def _delete(args: argparse.Namespace) -> int:
+    with Admin(bootstrap_address(args)) as admin:
+        try:
+            admin.delete_topics([args.topic], timeout_ms=DELETE_WAIT_MS)
+        except AdminError as error:
+            if error.error_code is not ErrorCode.REQUEST_TIMED_OUT:
+                raise
+            print(f"Topic {args.topic} is marked for deletion and not gone yet ({error.message}).")
+            return 0
+    print(f"Deleted topic {args.topic}.")
+    return 0
+
+
+def _alter(args: argparse.Namespace) -> int:
+    with Admin(bootstrap_address(args)) as admin:
+        admin.create_partitions({args.topic: args.partitions})
+    print(f"Topic {args.topic} now has {args.partitions} partitions.")
     return 0

@@ -1,14 +1,17 @@
-"""The admin client: create topics at the active controller, describe them from the metadata service."""
+"""The admin client: topics, configs, leader elections and reassignments at the active controller;
+descriptions from the metadata service."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import grpc
 
+from replog.api.common.v1 import common_pb2
 from replog.api.controller.v1 import controller_pb2
 from replog.client.cluster import ClusterMetadata
 from replog.client.errors import (
@@ -21,13 +24,57 @@ from replog.client.errors import (
 from replog.client.io import Channels, IoThread, parse_bootstrap
 from replog.client.metadata import MetadataManager
 from replog.client.retry import error_code_for_status
-from replog.client.types import CreatedTopic, NewTopic, TopicDescription
+from replog.client.types import CreatedTopic, NewTopic, TopicDescription, TopicPartition
 from replog.core.errors import ErrorCode
 
 T = TypeVar("T")
 
 DEADLINE_MARGIN_MS = 5_000  # the gRPC deadline exceeds the controller's own timeout_ms
 METADATA_POLL_S = 0.05
+
+RESOURCE_TYPES = {"topic": controller_pb2.CONFIG_RESOURCE_TYPE_TOPIC,
+                  "broker": controller_pb2.CONFIG_RESOURCE_TYPE_BROKER}
+ELECTION_TYPES = {"preferred": controller_pb2.ELECTION_TYPE_PREFERRED,
+                  "unclean": controller_pb2.ELECTION_TYPE_UNCLEAN}
+CONFIG_SOURCES = {
+    controller_pb2.CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG: "DYNAMIC_TOPIC_CONFIG",
+    controller_pb2.CONFIG_SOURCE_DYNAMIC_BROKER_CONFIG: "DYNAMIC_BROKER_CONFIG",
+    controller_pb2.CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    controller_pb2.CONFIG_SOURCE_STATIC_BROKER_CONFIG: "STATIC_BROKER_CONFIG",
+    controller_pb2.CONFIG_SOURCE_DEFAULT_CONFIG: "DEFAULT_CONFIG",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigEntry:
+    """One config of a topic or broker, with its effective value and where that comes from
+    (Kafka's source names: DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, ...)."""
+
+    name: str
+    value: str | None
+    source: str
+    read_only: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class ElectionResult:
+    """The outcome of a leader election for one partition: NONE when a leader was elected."""
+
+    error_code: ErrorCode
+    message: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionReassignment:
+    """A reassignment in progress: all replicas now, those being added, those to be removed."""
+
+    replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
 
 
 class Admin:
@@ -110,12 +157,9 @@ class Admin:
                                                    resource_name=name)
             for name in topics
         ])
-        wait_s = (self._request_timeout_ms + DEADLINE_MARGIN_MS) / 1000
-        response = self._io.run(self._at_controller(
-            lambda stub: stub.DescribeConfigs(request, timeout=self._request_timeout_ms / 1000),
-            lambda r: any(error_code_of(x.error_code) is ErrorCode.NOT_CONTROLLER for x in r.results),
-            wait_s,
-        ), wait_s + 5, what="describing configs")
+        response = self._controller_call(
+            "describing configs", lambda stub, t: stub.DescribeConfigs(request, timeout=t),
+            lambda r: [(x.resource_name, x.error_code) for x in r.results])
         configs: dict[str, dict[str, str]] = {}
         for result in response.results:
             code = error_code_of(result.error_code)
@@ -129,6 +173,122 @@ class Admin:
             }
         return configs
 
+    def delete_topics(self, names: Iterable[str], *, timeout_ms: int = 30_000) -> None:
+        """Delete topics and wait up to timeout_ms until their replicas and znodes are gone.
+
+        Raises AdminError for the first topic that failed (`errors` maps each);
+        REQUEST_TIMED_OUT means the topic is marked for deletion and still being deleted.
+        """
+        request = controller_pb2.DeleteTopicsRequest(topic_names=list(names), timeout_ms=timeout_ms)
+        response = self._controller_call("deleting topics", lambda stub, t: stub.DeleteTopics(request, timeout=t),
+                                         lambda r: [(t.name, t.error_code) for t in r.topics], timeout_ms)
+        _raise_topic_errors([(t.name, t.error_code, t.error_message) for t in response.topics])
+
+    def create_partitions(self, counts: Mapping[str, int], *,
+                          assignments: Mapping[str, Sequence[Sequence[int]]] | None = None,
+                          validate_only: bool = False) -> None:
+        """Grow topics to the given partition counts; assignments optionally name the new
+        partitions' replicas, in order. Raises AdminError for the first topic that failed."""
+        assignments = assignments or {}
+        current = {} if not assignments else {t.name: len(t.partitions) for t in self.describe_topics(assignments)}
+        request = controller_pb2.CreatePartitionsRequest(validate_only=validate_only, topics=[
+            controller_pb2.CreatePartitionsTopic(name=name, count=count, assignments=[
+                controller_pb2.ReplicaAssignment(partition=current.get(name, 0) + i, broker_ids=list(replicas))
+                for i, replicas in enumerate(assignments.get(name, ()))])
+            for name, count in counts.items()])
+        response = self._controller_call(
+            "adding partitions", lambda stub, t: stub.CreatePartitions(request, timeout=t),
+            lambda r: [(t.name, t.error_code) for t in r.topics])
+        _raise_topic_errors([(t.name, t.error_code, t.error_message) for t in response.topics])
+        if not validate_only:
+            self._io.run(self._await_visible(list(counts), self._request_timeout_ms / 1000, counts),
+                         self._request_timeout_ms / 1000 + 5, what="waiting for the new partitions")
+
+    def describe_config_entries(self, resource_type: str, name: str,
+                                config_names: Iterable[str] = ()) -> list[ConfigEntry]:
+        """Every config of one topic or broker (resource_type "topic" or "broker"), or the named ones."""
+        request = controller_pb2.DescribeConfigsRequest(resources=[controller_pb2.DescribeConfigsResource(
+            resource_type=_resource_type(resource_type), resource_name=name, config_names=list(config_names))])
+        response = self._controller_call(
+            "describing configs", lambda stub, t: stub.DescribeConfigs(request, timeout=t),
+            lambda r: [(x.resource_name, x.error_code) for x in r.results])
+        (result,) = response.results
+        _raise_resource_error(resource_type, name, result.error_code, result.error_message)
+        return [ConfigEntry(e.name, e.value if e.HasField("value") else None, CONFIG_SOURCES.get(e.source, "UNKNOWN"),
+                            e.read_only) for e in result.configs]
+
+    def alter_configs(self, resource_type: str, name: str, *, set_configs: Mapping[str, str] | None = None,
+                      delete_configs: Iterable[str] = (), append_configs: Mapping[str, str] | None = None,
+                      subtract_configs: Mapping[str, str] | None = None, validate_only: bool = False) -> None:
+        """Change one topic's configs key by key (Kafka's incrementalAlterConfigs): all of the changes
+        or none. Deleted configs take their defaults again. Raises AdminError."""
+        changes = [controller_pb2.AlterableConfig(name=k, op=controller_pb2.ALTER_CONFIG_OP_SET, value=v)
+                   for k, v in (set_configs or {}).items()]
+        changes += [controller_pb2.AlterableConfig(name=k, op=controller_pb2.ALTER_CONFIG_OP_DELETE)
+                    for k in delete_configs]
+        changes += [controller_pb2.AlterableConfig(name=k, op=controller_pb2.ALTER_CONFIG_OP_APPEND, value=v)
+                    for k, v in (append_configs or {}).items()]
+        changes += [controller_pb2.AlterableConfig(name=k, op=controller_pb2.ALTER_CONFIG_OP_SUBTRACT, value=v)
+                    for k, v in (subtract_configs or {}).items()]
+        request = controller_pb2.AlterConfigsRequest(validate_only=validate_only, resources=[
+            controller_pb2.AlterConfigsResource(resource_type=_resource_type(resource_type), resource_name=name,
+                                                configs=changes)])
+        response = self._controller_call(
+            "changing configs", lambda stub, t: stub.AlterConfigs(request, timeout=t),
+            lambda r: [(x.resource_name, x.error_code) for x in r.results])
+        (result,) = response.results
+        _raise_resource_error(resource_type, name, result.error_code, result.error_message)
+
+    def elect_leaders(self, election_type: str,
+                      partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, ElectionResult]:
+        """Run a "preferred" or "unclean" election for the partitions (None: every partition).
+
+        Returns each partition's outcome: NONE, ELECTION_NOT_NEEDED,
+        PREFERRED_LEADER_NOT_AVAILABLE, ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION.
+        """
+        if election_type not in ELECTION_TYPES:
+            raise AdminError(f"the election type is preferred or unclean, not {election_type!r}",
+                             ErrorCode.INVALID_REQUEST)
+        request = controller_pb2.ElectLeadersRequest(
+            election_type=ELECTION_TYPES[election_type], all_partitions=partitions is None,
+            topic_partitions=_topic_partitions(partitions or ()), timeout_ms=self._request_timeout_ms)
+        response = self._controller_call("electing leaders", lambda stub, t: stub.ElectLeaders(request, timeout=t),
+                                         lambda r: [("", r.error_code)])
+        _raise_request_error("electing leaders", response.error_code, response.error_message)
+        return {TopicPartition(r.topic, r.partition): ElectionResult(error_code_of(r.error_code), r.error_message)
+                for r in response.results}
+
+    def alter_partition_reassignments(self, targets: Mapping[TopicPartition, Sequence[int] | None]) -> None:
+        """Move partitions to the target replicas (preferred leader first); None cancels the
+        reassignment in progress and restores the original replicas. Raises AdminError for the
+        first partition refused."""
+        request = controller_pb2.AlterPartitionReassignmentsRequest(
+            timeout_ms=self._request_timeout_ms, partitions=[
+                controller_pb2.ReassignablePartition(topic=tp.topic, partition=tp.partition, replicas=list(r or ()))
+                for tp, r in targets.items()])
+        response = self._controller_call(
+            "reassigning partitions", lambda stub, t: stub.AlterPartitionReassignments(request, timeout=t),
+            lambda r: [("", r.error_code)])
+        _raise_request_error("reassigning partitions", response.error_code, response.error_message)
+        for result in response.results:
+            code = error_code_of(result.error_code)
+            if code is not ErrorCode.NONE:
+                raise AdminError(f"{result.topic}-{result.partition}: {code.name}: {result.error_message}", code,
+                                 result.topic)
+
+    def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, PartitionReassignment]:
+        """The reassignments in progress, of these partitions or of all."""
+        request = controller_pb2.ListPartitionReassignmentsRequest(
+            timeout_ms=self._request_timeout_ms, topic_partitions=_topic_partitions(partitions or ()))
+        response = self._controller_call(
+            "listing reassignments", lambda stub, t: stub.ListPartitionReassignments(request, timeout=t),
+            lambda r: [("", r.error_code)])
+        _raise_request_error("listing reassignments", response.error_code, response.error_message)
+        return {TopicPartition(r.topic, r.partition): PartitionReassignment(
+            tuple(r.replicas), tuple(r.adding_replicas), tuple(r.removing_replicas)) for r in response.reassignments}
+
     def cluster(self) -> ClusterMetadata:
         """Brokers, the active controller and every topic, as the metadata service sees them now."""
         return self._refresh(None)
@@ -138,6 +298,17 @@ class Admin:
     def _refresh(self, names: list[str] | None) -> ClusterMetadata:
         return self._io.run(self._metadata.refresh(names or None), self._request_timeout_ms / 1000 + 5,
                             what="asking the metadata service")
+
+    def _controller_call(self, what: str, call: Callable[[object, float], Awaitable[T]],
+                         codes: Callable[[T], list[tuple[str, int]]], timeout_ms: int = 0) -> T:
+        """One request to the active controller, found again after NOT_CONTROLLER; timeout_ms is
+        how long the controller itself may take, on top of the request timeout."""
+        wait_s = (self._request_timeout_ms + timeout_ms + DEADLINE_MARGIN_MS) / 1000
+        return self._io.run(self._at_controller(
+            lambda stub: call(stub, wait_s),
+            lambda r: any(error_code_of(code) is ErrorCode.NOT_CONTROLLER for _, code in codes(r)),
+            wait_s,
+        ), wait_s + 5, what=what)
 
     async def _create_topics(self, request: controller_pb2.CreateTopicsRequest, wait_s: float):
         return await self._at_controller(
@@ -177,11 +348,14 @@ class Admin:
                 raise ClusterUnreachableError(f"{problem}; gave up after {wait_s:g} s")
             await asyncio.sleep(self._retry_backoff_s)
 
-    async def _await_visible(self, names: list[str], wait_s: float) -> None:
+    async def _await_visible(self, names: list[str], wait_s: float,
+                             counts: Mapping[str, int] | None = None) -> None:
+        """Until the metadata service shows the topics (with `counts` partitions), each with a leader."""
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             metadata = await self._metadata.refresh(names)
             if all(name in metadata.topics and all(p.leader >= 0 for p in metadata.topics[name].partitions)
+                   and len(metadata.topics[name].partitions) >= (counts or {}).get(name, 0)
                    for name in names):
                 return
             await asyncio.sleep(METADATA_POLL_S)
@@ -215,3 +389,39 @@ def _creatable(topic: NewTopic) -> controller_pb2.CreatableTopic:
 def _topic_failure(name: str, code: ErrorCode, message: str) -> str:
     detail = f": {message}" if message else ""
     return f"topic {name!r}: {code.name}{detail}"
+
+
+def _resource_type(name: str) -> int:
+    if name not in RESOURCE_TYPES:
+        raise AdminError(f"the resource type is topic or broker, not {name!r}", ErrorCode.INVALID_REQUEST)
+    return RESOURCE_TYPES[name]
+
+
+def _topic_partitions(partitions: Iterable[TopicPartition]) -> list[common_pb2.TopicPartitions]:
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return [common_pb2.TopicPartitions(topic=t, partitions=p) for t, p in by_topic.items()]
+
+
+def _raise_topic_errors(results: list[tuple[str, int, str]]) -> None:
+    errors = {name: AdminError(_topic_failure(name, error_code_of(code), message), error_code_of(code), name)
+              for name, code, message in results if error_code_of(code) is not ErrorCode.NONE}
+    if errors:
+        first = next(iter(errors.values()))
+        first.errors = errors
+        raise first
+
+
+def _raise_resource_error(resource_type: str, name: str, code: int, message: str) -> None:
+    error = error_code_of(code)
+    if error is not ErrorCode.NONE:
+        detail = f": {message}" if message else ""
+        raise AdminError(f"{resource_type} {name!r}: {error.name}{detail}", error,
+                         name if resource_type == "topic" else None)
+
+
+def _raise_request_error(what: str, code: int, message: str) -> None:
+    error = error_code_of(code)
+    if error is not ErrorCode.NONE:
+        raise AdminError(f"{what} failed: {error.name}: {message}", error)

@@ -36,3 +36,7 @@ def partition_state(topic_name: str, partition_index: int) -> str:
 
 def topic_config(name: str) -> str:
     return f"{CONFIG_TOPICS}/{name}"
+
+
+def topic_deletion(name: str) -> str:
+    return f"{ADMIN_DELETE_TOPICS}/{name}"

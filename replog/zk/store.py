@@ -13,7 +13,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
@@ -37,6 +37,8 @@ from replog.zk.records import (
 )
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 # ZooKeeper refuses requests above jute.maxbuffer (1 MiB by default); a partition state
@@ -63,6 +65,10 @@ class WriteOutcomeUnknown(StoreError):
     """The connection broke while a write was in flight: it may or may not have happened."""
 
 
+class StaleVersionError(StoreError):
+    """A conditional write found a znode at another version than the writer last read."""
+
+
 @dataclasses.dataclass(frozen=True)
 class VersionedState:
     """A partition state with the version of its znode, which conditional writes name."""
@@ -79,6 +85,7 @@ class TopicSnapshot:
     assignment: TopicAssignment
     config: dict[str, str]
     states: dict[int, VersionedState]  # partitions whose state znode exists
+    assignment_zk_version: int = 0  # of the topic znode, which conditional writes name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +105,20 @@ class StateWriteResult:
     @property
     def complete(self) -> bool:
         return not self.conflicts
+
+
+@dataclasses.dataclass(frozen=True)
+class Watched(Generic[T]):
+    """A watched znode's value with the zxids that created and last changed it.
+
+    ZooKeeper's zxids order every change in the cluster: a znode created after
+    another has a larger created_zxid (znodes created in one multi share it),
+    which tells a re-created topic's partition states from the old topic's.
+    """
+
+    value: T
+    created_zxid: int
+    modified_zxid: int
 
 
 class Watch:
@@ -345,11 +366,7 @@ class MetadataStore:
         cannot both win, and every later write is checked against the version
         this returns (DESIGN §7).
         """
-        try:
-            data, stat = await self._call(self._zk.get_async, paths.CONTROLLER_EPOCH)
-            epoch, version = int(data), stat.version
-        except NoNodeError:
-            epoch, version = 0, None
+        epoch, version = await self.read_controller_epoch() or (0, None)
         payload = json.dumps({"version": 1, "brokerid": controller_id, "host": host, "port": port}).encode()
         txn = self._zk.transaction()
         txn.create(paths.CONTROLLER, payload, ephemeral=True)
@@ -365,6 +382,14 @@ class MetadataStore:
             return None
         new_version = 0 if version is None else results[1].version
         return ControllerLease(controller_id, epoch + 1, new_version)
+
+    async def read_controller_epoch(self) -> tuple[int, int] | None:
+        """The controller epoch and the version of /controller_epoch (what a lease holds), or None."""
+        try:
+            data, stat = await self._call(self._zk.get_async, paths.CONTROLLER_EPOCH)
+        except NoNodeError:
+            return None
+        return int(data), stat.version
 
     def watch_controller(self, handler: Callable[[ControllerInfo | None], None]) -> None:
         """Call handler on the loop with the active controller (None when there is none)."""
@@ -398,7 +423,7 @@ class MetadataStore:
 
     async def read_topic(self, name: str) -> TopicSnapshot | None:
         try:
-            data, _ = await self._call(self._zk.get_async, paths.topic(name))
+            data, stat = await self._call(self._zk.get_async, paths.topic(name))
         except NoNodeError:
             return None
         try:
@@ -412,7 +437,7 @@ class MetadataStore:
             *(self.read_partition_state(TopicPartition(name, p)) for p in partitions),
         )
         found = {p: state for p, state in zip(partitions, states) if state is not None}
-        return TopicSnapshot(name, assignment, config, found)
+        return TopicSnapshot(name, assignment, config, found, stat.version)
 
     async def read_partition_state(self, partition: TopicPartition) -> VersionedState | None:
         try:
@@ -500,6 +525,121 @@ class MetadataStore:
             conflicts.add(chunk[index - 1].partition)
         return StateWriteResult(committed, frozenset(conflicts))
 
+    async def add_partitions(
+        self,
+        lease: ControllerLease,
+        name: str,
+        assignment: TopicAssignment,
+        expected_zk_version: int,
+        states: dict[int, PartitionState],
+    ) -> int:
+        """Grow a topic in one multi: the topic znode with every partition's replicas (on
+        condition of its version) and the new partitions' states. Returns the topic znode's
+        new version. Raises StaleVersionError, ControllerFencedError, WriteOutcomeUnknown."""
+        txn = self._fenced_transaction(lease)
+        txn.set_data(paths.topic(name), assignment.to_json(), version=expected_zk_version)
+        for partition in sorted(states):
+            txn.create(paths.partition(name, partition), b"")
+            txn.create(paths.partition_state(name, partition), states[partition].to_json())
+        results = await self._commit(txn)
+        self._raise_failure(results, f"adding partitions to topic {name!r}")
+        return results[1].version
+
+    async def write_assignment(
+        self, lease: ControllerLease, name: str, assignment: TopicAssignment, expected_zk_version: int,
+        writes: list[StateWrite],
+    ) -> tuple[int, dict[TopicPartition, int]]:
+        """Replace a topic's replica assignment together with some of its partition states, in
+        one multi, each on condition of its version (a reassignment's steps). Returns the
+        topic znode's new version and each state's. Raises StaleVersionError,
+        ControllerFencedError, WriteOutcomeUnknown."""
+        if len(writes) + 2 > MULTI_OPS_MAX:
+            raise ValueError(f"{len(writes)} partition states do not fit one multi with their topic")
+        txn = self._fenced_transaction(lease)
+        txn.set_data(paths.topic(name), assignment.to_json(), version=expected_zk_version)
+        for write in writes:
+            txn.set_data(paths.partition_state(write.partition.topic, write.partition.partition),
+                         write.state.to_json(), version=write.expected_zk_version)
+        results = await self._commit(txn)
+        self._raise_failure(results, f"changing the replicas of topic {name!r}")
+        return results[1].version, {write.partition: stat.version for write, stat in zip(writes, results[2:])}
+
+    async def write_topic_config(self, lease: ControllerLease, name: str, config: dict[str, str]) -> None:
+        """Replace /config/topics/<topic> (created if absent). Raises StaleVersionError,
+        ControllerFencedError, WriteOutcomeUnknown."""
+        version = await self._version_of(paths.topic_config(name))
+        txn = self._fenced_transaction(lease)
+        if version is None:
+            txn.create(paths.topic_config(name), topic_config_to_json(config))
+        else:
+            txn.set_data(paths.topic_config(name), topic_config_to_json(config), version=version)
+        self._raise_failure(await self._commit(txn), f"writing the config of topic {name!r}")
+
+    # -- topic deletion ----------------------------------------------------------------------
+
+    async def topics_marked_for_deletion(self) -> list[str]:
+        return sorted(await self._call(self._zk.get_children_async, paths.ADMIN_DELETE_TOPICS))
+
+    async def mark_topics_for_deletion(self, lease: ControllerLease, names: list[str]) -> None:
+        """Create /admin/delete_topics/<topic> for each topic not marked yet, in one multi.
+        Raises ControllerFencedError, WriteOutcomeUnknown."""
+        marked = set(await self.topics_marked_for_deletion())
+        missing = [name for name in names if name not in marked]
+        if not missing:
+            return
+        txn = self._fenced_transaction(lease)
+        for name in missing:
+            txn.create(paths.topic_deletion(name), b"")
+        self._raise_failure(await self._commit(txn), f"marking {missing} for deletion")
+
+    async def delete_topic(self, lease: ControllerLease, name: str) -> None:
+        """Remove a topic marked for deletion: its partition states and their parents, in
+        multis as large as ZooKeeper takes, then one last multi with the topic znode, its
+        config and the deletion mark. A controller that dies between these multis leaves the
+        mark, and the next one finishes the deletion. Raises ControllerFencedError,
+        WriteOutcomeUnknown."""
+        try:
+            partitions = await self._call(self._zk.get_children_async, paths.topic_partitions(name))
+        except NoNodeError:
+            partitions = []
+        indexes = sorted(int(child) for child in partitions)
+        state_versions = await asyncio.gather(*(self._version_of(paths.partition_state(name, p)) for p in indexes))
+        operations: list[str] = []
+        for partition, state_version in zip(indexes, state_versions):
+            if state_version is not None:
+                operations.append(paths.partition_state(name, partition))
+            operations.append(paths.partition(name, partition))
+        for start in range(0, len(operations), MULTI_OPS_MAX - 1):
+            txn = self._fenced_transaction(lease)
+            for path in operations[start:start + MULTI_OPS_MAX - 1]:
+                txn.delete(path)
+            self._raise_failure(await self._commit(txn), f"deleting the partitions of topic {name!r}")
+        txn = self._fenced_transaction(lease)
+        for path in (paths.topic_partitions(name), paths.topic(name), paths.topic_config(name),
+                     paths.topic_deletion(name)):
+            if await self._version_of(path) is not None:
+                txn.delete(path)
+        self._raise_failure(await self._commit(txn), f"deleting topic {name!r}")
+
+    def watch_topics_marked_for_deletion(self, handler: Callable[[list[str]], None]) -> None:
+        """Call handler on the loop with the topics marked for deletion, now and after each change."""
+
+        def on_children(children: list[str]) -> None:
+            self._dispatch_value(handler, sorted(children))
+
+        self._zk.ChildrenWatch(paths.ADMIN_DELETE_TOPICS, on_children)
+
+    @staticmethod
+    def _raise_failure(results: list[Any], what: str) -> None:
+        failure = _first_failure(results)
+        if failure is None:
+            return
+        index, error = failure
+        if isinstance(error, (BadVersionError, NoNodeError, NodeExistsError)):
+            raise StaleVersionError(f"{what} failed: {type(error).__name__} at operation {index}; "
+                                    "ZooKeeper changed since it was read")
+        raise StoreError(f"{what} failed: {type(error).__name__} at operation {index}")
+
     def _fenced_transaction(self, lease: ControllerLease) -> Any:
         txn = self._zk.transaction()
         txn.check(paths.CONTROLLER_EPOCH, version=lease.epoch_zk_version)
@@ -533,25 +673,27 @@ class MetadataStore:
 
         self._zk.ChildrenWatch(paths.BROKER_TOPICS, on_children)
 
-    def watch_topic(self, name: str, handler: Callable[[TopicAssignment | None], None]) -> Watch:
+    def watch_topic(self, name: str, handler: Callable[[Watched[TopicAssignment] | None], None]) -> Watch:
         """Call handler on the loop with the topic's assignment now and after each change (None: gone)."""
         return self._watch_data(paths.topic(name), TopicAssignment.from_json, handler)
 
     def watch_partition_state(
-        self, partition: TopicPartition, handler: Callable[[PartitionState | None], None]
+        self, partition: TopicPartition, handler: Callable[[Watched[PartitionState] | None], None]
     ) -> Watch:
         """Call handler on the loop with the partition's state now and after each change (None: gone)."""
         path = paths.partition_state(partition.topic, partition.partition)
         return self._watch_data(path, PartitionState.from_json, handler)
 
-    def _watch_data(self, path: str, decode: Callable[[bytes], Any], handler: Callable[[Any], None]) -> Watch:
+    def _watch_data(
+        self, path: str, decode: Callable[[bytes], T], handler: Callable[[Watched[T] | None], None]
+    ) -> Watch:
         watch = Watch()
 
         # kazoo's thread. Returning False ends the watch.
-        def on_data(data: bytes | None, _stat: Any, _event: Any = None) -> bool:
+        def on_data(data: bytes | None, stat: Any, _event: Any = None) -> bool:
             if watch.cancelled:
                 return False
-            if data is None:
+            if data is None or stat is None:
                 self._dispatch_value(handler, None)
                 return True
             try:
@@ -559,7 +701,7 @@ class MetadataStore:
             except RecordError as error:
                 log.error("ignoring %s: %s", path, error)
                 return True
-            self._dispatch_value(handler, value)
+            self._dispatch_value(handler, Watched(value, stat.czxid, stat.mzxid))
             return True
 
         self._zk.DataWatch(path, on_data)

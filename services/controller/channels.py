@@ -1,4 +1,4 @@
-"""Requests from the active controller to the brokers: LeaderAndIsr and UpdateMetadata.
+"""Requests from the active controller to the brokers: StopReplica, LeaderAndIsr and UpdateMetadata.
 
 One `BrokerChannel` per live broker registration (a broker id at one broker
 epoch), in the manner of Kafka's RequestSendThread: requests to one broker go
@@ -6,6 +6,11 @@ out in order, one at a time, each with a deadline, so a dead or paused broker
 delays nobody else. What waits to be sent is kept per partition, newest state
 winning, so a slow broker gets one request with the latest state of everything
 rather than a backlog; the pending work is bounded by the partition count.
+
+Pending StopReplicas go out before pending LeaderAndIsrs: a partition stopped
+and then given to the broker again (a reassignment that comes back) must be
+stopped first. Stopping a partition drops a LeaderAndIsr for it still waiting.
+Whoever queues a StopReplica gets a future that tells when the broker answered.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ log = logging.getLogger("replog.controller")
 
 RETRY_BACKOFF_S_MIN = 0.1
 RETRY_BACKOFF_S_MAX = 5.0
+# StopReplica's leader epoch for a topic being deleted: the broker stops whatever epoch it has.
+DELETION_LEADER_EPOCH = -2
 # Transport failures worth another attempt; anything else is logged and dropped.
 RETRIABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
              grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.CANCELLED)
@@ -38,12 +45,14 @@ def endpoint(registration: BrokerRegistration) -> common_pb2.BrokerEndpoint:
 
 
 def leader_and_isr_state(
-    partition: TopicPartition, topic_id: str, state: PartitionState, replicas: Sequence[int], *, is_new: bool
+    partition: TopicPartition, topic_id: str, state: PartitionState, replicas: Sequence[int], *, is_new: bool,
+    adding: Sequence[int] = (), removing: Sequence[int] = (),
 ) -> broker_pb2.LeaderAndIsrPartitionState:
     return broker_pb2.LeaderAndIsrPartitionState(
         topic=partition.topic, topic_id=topic_id, partition=partition.partition,
         controller_epoch=state.controller_epoch, leader=state.leader, leader_epoch=state.leader_epoch,
         isr=state.isr, partition_epoch=state.partition_epoch, replicas=replicas, is_new=is_new,
+        adding_replicas=adding, removing_replicas=removing,
     )
 
 
@@ -83,6 +92,9 @@ class BrokerChannel:
         self._live_leaders: dict[int, common_pb2.BrokerEndpoint] = {}
         self._update_metadata: dict[TopicPartition, broker_pb2.UpdateMetadataPartitionState] = {}
         self._live_brokers: list[common_pb2.BrokerEndpoint] | None = None  # set: an UpdateMetadata is due
+        self._stop_replica: dict[TopicPartition, broker_pb2.StopReplicaPartition] = {}
+        # Each waiter: the partitions not yet answered, and the future to complete when none is left.
+        self._stop_waiters: list[tuple[set[TopicPartition], asyncio.Future[bool]]] = []
         self._unimplemented_reported: set[str] = set()
         self._wake = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -100,6 +112,27 @@ class BrokerChannel:
             self._live_leaders[leader.broker_id] = leader
         self._wake.set()
 
+    def queue_stop_replica(
+        self, partitions: Iterable[TopicPartition], *, delete: bool, leader_epoch: int = DELETION_LEADER_EPOCH
+    ) -> asyncio.Future[bool]:
+        """Stop (and with delete, remove the logs of) these replicas. The future is True once the
+        broker answered for every one of them, False if it refused the request or this channel
+        closed first."""
+        waiting: set[TopicPartition] = set()
+        for partition in partitions:
+            self._leader_and_isr.pop(partition, None)
+            self._stop_replica[partition] = broker_pb2.StopReplicaPartition(
+                topic=partition.topic, partition=partition.partition, leader_epoch=leader_epoch,
+                delete_partition=delete)
+            waiting.add(partition)
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        if not waiting:
+            future.set_result(True)
+            return future
+        self._stop_waiters.append((waiting, future))
+        self._wake.set()
+        return future
+
     def queue_update_metadata(
         self, states: Iterable[broker_pb2.UpdateMetadataPartitionState], live_brokers: list[common_pb2.BrokerEndpoint]
     ) -> None:
@@ -110,6 +143,7 @@ class BrokerChannel:
 
     async def close(self) -> None:
         self._task.cancel()
+        self._finish_stop_waiters(False)
         await self._channel.close()
 
     async def _run(self) -> None:
@@ -117,9 +151,10 @@ class BrokerChannel:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while self._leader_and_isr or self._live_brokers is not None:
+            while self._stop_replica or self._leader_and_isr or self._live_brokers is not None:
                 try:
-                    delivered = await self._send_leader_and_isr() and await self._send_update_metadata()
+                    delivered = (await self._send_stop_replica() and await self._send_leader_and_isr()
+                                 and await self._send_update_metadata())
                 except Exception:
                     log.exception("broker %d: sending failed", self.broker_id)
                     delivered = False
@@ -128,6 +163,54 @@ class BrokerChannel:
                     continue
                 await asyncio.sleep(backoff_s)
                 backoff_s = min(backoff_s * 2, RETRY_BACKOFF_S_MAX)
+
+    async def _send_stop_replica(self) -> bool:
+        if not self._stop_replica:
+            return True
+        partitions, self._stop_replica = self._stop_replica, {}
+        request = broker_pb2.StopReplicaRequest(
+            controller_id=self._controller_id, controller_epoch=self._controller_epoch,
+            broker_epoch=self.registration.broker_epoch, partitions=list(partitions.values()))
+        response = await self._call("StopReplica", self._stub.StopReplica, request)
+        if response is False:
+            for key, partition in partitions.items():
+                self._stop_replica.setdefault(key, partition)
+            return False
+        if response is None or response.error_code not in (common_pb2.ERROR_CODE_NONE,
+                                                           common_pb2.ERROR_CODE_UNSPECIFIED):
+            if response is not None:
+                self._report(response.error_code, response.error_message, "StopReplica", len(partitions))
+            self._finish_stop_waiters(False, partitions.keys())
+            return True
+        for result in response.partition_results:
+            if result.error_code not in (common_pb2.ERROR_CODE_NONE, common_pb2.ERROR_CODE_UNSPECIFIED):
+                log.warning("broker %d: StopReplica for %s-%d: %s %s", self.broker_id, result.topic,
+                            result.partition, common_pb2.ErrorCode.Name(result.error_code), result.error_message)
+        self._answered(partitions.keys())
+        return True
+
+    def _answered(self, partitions: Iterable[TopicPartition]) -> None:
+        answered = set(partitions)
+        remaining = []
+        for waiting, future in self._stop_waiters:
+            waiting -= answered
+            if waiting:
+                remaining.append((waiting, future))
+            elif not future.done():
+                future.set_result(True)
+        self._stop_waiters = remaining
+
+    def _finish_stop_waiters(self, result: bool, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Complete the waiters on these partitions (all when None) with result."""
+        refused = None if partitions is None else set(partitions)
+        remaining = []
+        for waiting, future in self._stop_waiters:
+            if refused is None or waiting & refused:
+                if not future.done():
+                    future.set_result(result)
+            else:
+                remaining.append((waiting, future))
+        self._stop_waiters = remaining
 
     async def _send_leader_and_isr(self) -> bool:
         """Send what is pending; False when it must be retried (it is back in the pending set)."""

@@ -2,6 +2,10 @@
 
 Only the controller writes topic state, so after the initial load this view
 changes only through the driver, right after each successful ZooKeeper write.
+
+A topic marked for deletion leaves `assignments`, `configs` and `states` and
+waits in `deleting` until its replicas are gone: nothing elects leaders for it,
+and no broker is told to host it again.
 """
 
 from __future__ import annotations
@@ -19,8 +23,12 @@ class ControllerContext:
     lease: ControllerLease
     brokers: dict[int, BrokerRegistration]  # live brokers
     assignments: dict[str, TopicAssignment] = dataclasses.field(default_factory=dict)
+    assignment_versions: dict[str, int] = dataclasses.field(default_factory=dict)  # of each topic znode
     configs: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
     states: dict[TopicPartition, VersionedState] = dataclasses.field(default_factory=dict)
+    deleting: dict[str, TopicAssignment] = dataclasses.field(default_factory=dict)  # marked for deletion
+    # Brokers in controlled shutdown, with the broker epoch that asked: never elected or added to an ISR.
+    shutting_down: dict[int, int] = dataclasses.field(default_factory=dict)
 
     @property
     def controller_epoch(self) -> int:
@@ -28,16 +36,43 @@ class ControllerContext:
 
     def add_topic(self, snapshot: TopicSnapshot) -> None:
         self.assignments[snapshot.name] = snapshot.assignment
+        self.assignment_versions[snapshot.name] = snapshot.assignment_zk_version
         self.configs[snapshot.name] = dict(snapshot.config)
         for partition, state in snapshot.states.items():
             self.states[TopicPartition(snapshot.name, partition)] = state
+
+    def mark_deleting(self, topic: str) -> None:
+        """The topic is marked for deletion: it leaves the view and waits in `deleting`."""
+        self.deleting[topic] = self.assignments.pop(topic)
+        self.assignment_versions.pop(topic, None)
+        self.configs.pop(topic, None)
+        for partition in partitions_of(topic, self.deleting[topic]):
+            self.states.pop(partition, None)
+
+    def topic_names(self) -> set[str]:
+        """Every topic name taken, including those being deleted."""
+        return self.assignments.keys() | self.deleting.keys()
 
     def partitions(self) -> Iterator[TopicPartition]:
         """Every partition that has a state, in topic and partition order."""
         return iter(sorted(self.states))
 
+    def topic_partitions(self, topic: str) -> list[TopicPartition]:
+        return [tp for tp in partitions_of(topic, self.assignments[topic]) if tp in self.states]
+
     def replicas(self, partition: TopicPartition) -> tuple[int, ...]:
         return self.assignments[partition.topic].replicas(partition.partition)
+
+    def adding(self, partition: TopicPartition) -> tuple[int, ...]:
+        return self.assignments[partition.topic].adding_replicas.get(partition.partition, ())
+
+    def removing(self, partition: TopicPartition) -> tuple[int, ...]:
+        return self.assignments[partition.topic].removing_replicas.get(partition.partition, ())
+
+    def reassigning(self) -> list[TopicPartition]:
+        """Partitions with a reassignment in progress."""
+        return sorted(TopicPartition(topic, p) for topic, assignment in self.assignments.items()
+                      for p in assignment.adding_replicas.keys() | assignment.removing_replicas.keys())
 
     def topic_id(self, topic: str) -> str:
         return self.assignments[topic].topic_id
@@ -53,3 +88,14 @@ class ControllerContext:
 
     def racks(self) -> dict[int, str | None]:
         return {b: r.rack for b, r in self.brokers.items()}
+
+    def electable(self) -> set[int]:
+        """Live brokers that may lead or join an ISR: not in controlled shutdown."""
+        return self.brokers.keys() - self.shutting_down.keys()
+
+    def electable_epochs(self) -> dict[int, int]:
+        return {b: r.broker_epoch for b, r in self.brokers.items() if b not in self.shutting_down}
+
+
+def partitions_of(topic: str, assignment: TopicAssignment) -> list[TopicPartition]:
+    return [TopicPartition(topic, p) for p in sorted(assignment.partitions)]

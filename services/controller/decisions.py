@@ -8,11 +8,16 @@ what these return, then tells the brokers. Only the standard library,
 
 - topic creation: `plan_topic` (validation), `assign_replicas` (Kafka's
   round-robin placement with leaders spread evenly, rack-aware when every
-  broker has a rack), `new_partition_state`;
+  broker has a rack), `new_partition_state`; `plan_new_partitions` grows a topic;
 - leader election and ISR changes: the rules are `replog.core.election`'s;
   `reconcile_partition` applies them to a whole change of the live broker set
-  (a death, a return, a controller taking over) and `judge_isr_proposal` to an
-  AlterPartition proposal, in the controller's records (`replog.zk.records`).
+  (a death, a return, a controller taking over), `judge_isr_proposal` to an
+  AlterPartition proposal, `elect_on_request` to ElectLeaders and the leader
+  rebalance, and `shut_down_replica` to a controlled shutdown, in the
+  controller's records (`replog.zk.records`).
+
+Brokers in controlled shutdown are live (their replicas have not failed) but
+never electable: the functions take the two sets apart.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from replog.core import messages as core
 from replog.core.errors import ErrorCode
 from replog.core.invariant import require
 from replog.core.messages import AlterPartitionRequest, IsrMember
-from replog.zk.records import NO_LEADER, PartitionState, TopicPartition
+from replog.zk.records import NO_LEADER, PartitionState, TopicAssignment, TopicPartition
 
 TOPIC_NAME_LENGTH_MAX = 249
 # One topic is created in one ZooKeeper multi, which must stay under ZooKeeper's
@@ -38,9 +43,16 @@ _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 
 @dataclasses.dataclass(frozen=True)
-class Rejection:
+class Outcome:
+    """Kafka's error code for one item of a request, and one sentence saying why."""
+
     error: ErrorCode
-    message: str
+    message: str = ""
+
+
+# What the decisions return when they refuse; SUCCESS when an item went through.
+Rejection = Outcome
+SUCCESS = Outcome(ErrorCode.NONE)
 
 
 # -- topic creation ---------------------------------------------------------------------------
@@ -198,11 +210,13 @@ def assign_replicas(
     *,
     start_index: int,
     replica_shift: int,
+    first_partition: int = 0,
 ) -> dict[int, tuple[int, ...]]:
     """Kafka's placement: partition p's first replica (its preferred leader) is broker
     (p + start_index) mod n of the broker list, so leaders are spread evenly; the
     other replicas follow at a distance that shifts every n partitions, so that
-    followers of one broker's leaderships are spread too.
+    followers of one broker's leaderships are spread too. Partitions are numbered
+    from first_partition (a topic that grows continues its round robin).
 
     When every broker has a rack, the broker list alternates racks and each
     partition takes replicas from racks holding the fewest of its replicas first,
@@ -212,11 +226,11 @@ def assign_replicas(
             replication_factor, len(brokers))
     racks = {b: r for b, r in brokers.items() if r}
     rack_aware = len(racks) == len(brokers)
-    ordered = _rack_alternated(racks) if rack_aware else sorted(brokers)
+    ordered = broker_order(brokers)
     count = len(ordered)
     placement: dict[int, tuple[int, ...]] = {}
     shift = replica_shift
-    for partition in range(partitions):
+    for partition in range(first_partition, first_partition + partitions):
         if partition > 0 and partition % count == 0:
             shift += 1
         first = (partition + start_index) % count
@@ -227,6 +241,12 @@ def assign_replicas(
             replicas = [ordered[first], *others[: replication_factor - 1]]
         placement[partition] = tuple(replicas)
     return placement
+
+
+def broker_order(brokers: Mapping[int, str | None]) -> list[int]:
+    """The broker list placement walks: rack-alternated when every broker has a rack, else sorted."""
+    racks = {b: r for b, r in brokers.items() if r}
+    return _rack_alternated(racks) if len(racks) == len(brokers) else sorted(brokers)
 
 
 def _rack_alternated(racks: Mapping[int, str]) -> list[int]:
@@ -253,6 +273,58 @@ def _spread_over_racks(first: int, others: Sequence[int], racks: Mapping[int, st
 def new_partition_state(replicas: Sequence[int], controller_epoch: int) -> PartitionState:
     """A new partition (every replica live, as placement ensures): core's initial state."""
     return _stored(election.initial_state(tuple(replicas)), controller_epoch)
+
+
+def plan_new_partitions(
+    topic: str,
+    assignment: TopicAssignment,
+    count: int,
+    requested: Sequence[tuple[int, tuple[int, ...]]],
+    *,
+    brokers: Mapping[int, str | None],
+    replica_shift: int,
+) -> dict[int, tuple[int, ...]] | Rejection:
+    """The replicas of the partitions that grow a topic to `count` (CreatePartitions).
+
+    Requested assignments (partition, replicas) must name the new partitions in
+    order; without them the new partitions are placed as creation places them,
+    continuing the round robin from the broker that leads partition 0.
+    """
+    current = len(assignment.partitions)
+    if count <= current:
+        return Rejection(ErrorCode.INVALID_PARTITIONS,
+                         f"topic {topic!r} has {current} partitions; the new count must be larger, not {count} "
+                         "(partitions are never removed)")
+    if count - current > PARTITIONS_PER_TOPIC_MAX:
+        return Rejection(ErrorCode.INVALID_PARTITIONS,
+                         f"at most {PARTITIONS_PER_TOPIC_MAX} partitions are added at once, not {count - current}")
+    if assignment.adding_replicas or assignment.removing_replicas:
+        return Rejection(ErrorCode.REASSIGNMENT_IN_PROGRESS,
+                         f"topic {topic!r} has a reassignment in progress; add partitions once it is done")
+    factor = len(assignment.replicas(0))
+    if not requested:
+        if factor > len(brokers):
+            return Rejection(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             f"topic {topic!r} has replication factor {factor}, more than the {len(brokers)} "
+                             "live brokers")
+        ordered = broker_order(brokers)
+        first = assignment.replicas(0)[0]
+        start_index = ordered.index(first) if first in ordered else 0
+        return assign_replicas(brokers, count - current, factor, start_index=start_index,
+                               replica_shift=replica_shift, first_partition=current)
+    expected = list(range(current, count))
+    if [p for p, _ in requested] != expected:
+        return Rejection(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                         f"give the replicas of partitions {expected[0]} to {expected[-1]}, in order")
+    for partition, replicas in requested:
+        if len(replicas) != factor or len(set(replicas)) != len(replicas):
+            return Rejection(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"partition {partition} needs {factor} distinct replicas, not {list(replicas)}")
+        unknown = sorted(set(replicas) - set(brokers))
+        if unknown:
+            return Rejection(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"partition {partition} names brokers that are not alive: {unknown}")
+    return dict(requested)
 
 
 # -- leader election: replog.core.election's rules, for the controller's records -----------------
@@ -288,6 +360,7 @@ def reconcile_partition(
     *,
     unclean_allowed: bool,
     controller_epoch: int,
+    shutting_down: Collection[int] = (),
 ) -> PartitionChange | None:
     """The partition's state for this live broker set; None when it stays as it is.
 
@@ -297,13 +370,16 @@ def reconcile_partition(
     partition may get a leader among the live brokers. The last ISR member
     keeps its place, so it can lead again without loss when it returns. The
     steps of one pass are one write, so the partition epoch grows by one.
+    A broker shutting down keeps what it has but is never elected.
     """
     decided = _core(state, replicas)
     unclean = False
+    electable = set(live) - set(shutting_down)
     for broker in sorted(set(replicas) - set(live)):
-        step = election.on_broker_failure(decided, broker, live, unclean_leader_election_enable=unclean_allowed)
+        step = election.on_broker_failure(decided, broker, electable,
+                                          unclean_leader_election_enable=unclean_allowed)
         decided, unclean = step.state, unclean or step.unclean
-    step = election.on_broker_startup(decided, live, unclean_leader_election_enable=unclean_allowed)
+    step = election.on_broker_startup(decided, electable, unclean_leader_election_enable=unclean_allowed)
     decided, unclean = step.state, unclean or step.unclean
     if (decided.leader, decided.isr) == (state.leader, state.isr):
         return None
@@ -314,6 +390,72 @@ def reconcile_partition(
             "%s: leader epoch %d -> %d for leader %d -> %d", partition, state.leader_epoch, after.leader_epoch,
             state.leader, after.leader)
     return PartitionChange(partition, state, after, unclean)
+
+
+def elect_on_request(
+    partition: TopicPartition,
+    state: PartitionState,
+    replicas: Sequence[int],
+    electable: Collection[int],
+    *,
+    unclean: bool,
+    controller_epoch: int,
+) -> tuple[ErrorCode, PartitionChange | None]:
+    """ElectLeaders for one partition: preferred (the first replica, when alive and in sync) or
+    unclean (a partition without a live leader takes any live replica). NONE with the change,
+    or ELECTION_NOT_NEEDED / PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE."""
+    current = _core(state, replicas)
+    if unclean:
+        error, step = election.elect_unclean_leader(current, electable)
+        decided, was_unclean = step.state, step.unclean
+    else:
+        error, decided = election.elect_preferred_leader(current, electable)
+        was_unclean = False
+    if error != ErrorCode.NONE:
+        return error, None
+    return error, PartitionChange(partition, state, _stored(decided, controller_epoch), was_unclean)
+
+
+def shut_down_replica(
+    partition: TopicPartition,
+    state: PartitionState,
+    replicas: Sequence[int],
+    broker: int,
+    electable: Collection[int],
+    *,
+    controller_epoch: int,
+) -> PartitionChange | None:
+    """Controlled shutdown of `broker` for one partition (core's `on_controlled_shutdown`): it
+    leaves the ISR and hands its leadership to a live ISR member; None when nothing changes
+    (it is the last ISR member, or no other member can lead)."""
+    decided = election.on_controlled_shutdown(_core(state, replicas), broker, electable)
+    if (decided.state.leader, decided.state.isr) == (state.leader, state.isr):
+        return None
+    return PartitionChange(partition, state, _stored(decided.state, controller_epoch))
+
+
+def change_replicas(
+    partition: TopicPartition,
+    state: PartitionState,
+    replicas: Sequence[int],
+    new_replicas: Sequence[int],
+    electable: Collection[int],
+    *,
+    controller_epoch: int,
+) -> PartitionChange | None:
+    """A reassignment's step for one partition: the replica set becomes `new_replicas`. A set
+    that only grows keeps leader and ISR (core's `with_replicas`); one that drops replicas drops
+    them from the ISR and moves a leader being dropped (core's `move_to_replicas`). None when
+    no replica that stays is a live ISR member to lead."""
+    current, target = _core(state, replicas), tuple(new_replicas)
+    if set(target) >= set(replicas):
+        decided = election.with_replicas(current, target)
+    else:
+        step = election.move_to_replicas(current, target, electable)
+        if step is None:
+            return None
+        decided = step.state
+    return PartitionChange(partition, state, _stored(decided, controller_epoch))
 
 
 # -- ISR changes from leaders (AlterPartition) -------------------------------------------------

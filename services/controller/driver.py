@@ -1,56 +1,57 @@
 """The active controller: what it does on each event (docs/CONTROLLER.md).
 
-Events — taking over, a change of the live brokers, CreateTopics,
-AlterPartition — run one at a time through the `EventQueue`. Each one decides
-with the pure functions of `decisions`, persists the new partition states in
-ZooKeeper (every write fenced by the controller epoch), updates the view in
-`ControllerContext`, and only then queues requests to the brokers: persist,
-then send. A fenced write means another controller won: this one stops acting
-at once.
+Events — taking over, a change of the live brokers, AlterPartition, and the
+admin requests of `topics`, `configs`, `leadership` and `reassignment` — run
+one at a time through the `EventQueue`. Each one decides with pure functions
+(`decisions`, `replog.core.election`), persists the result in ZooKeeper (every
+write fenced by the controller epoch), updates the view in `ControllerContext`,
+and only then queues requests to the brokers: persist, then send. A fenced
+write means another controller won: this one stops acting at once.
+
+`Controller` owns the lease, the view, the event queue and the channels to the
+brokers; the admin features use its `run`, `persist` and `send_*` and are
+told when the controller takes over and when brokers come and go.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import dataclasses
 import logging
 import random
-import uuid
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import TypeVar
 
 from replog.api.broker.v1 import broker_pb2
-from replog.controller.metrics import controller_metrics
 from replog.controller.channels import (
     BrokerChannel,
     endpoint,
     leader_and_isr_state,
     update_metadata_state,
 )
+from replog.controller.configs import ConfigAdmin
 from replog.controller.context import ControllerContext
 from replog.controller.decisions import (
     IsrProposal,
-    NewTopic,
     PartitionChange,
     Rejection,
     TopicDefaults,
     judge_isr_proposal,
-    new_partition_state,
-    plan_topic,
     reconcile_partition,
 )
 from replog.controller.events import ControllerBusy, EventQueue
+from replog.controller.leadership import Leadership, RebalanceSettings
+from replog.controller.metrics import controller_metrics
+from replog.controller.reassignment import Reassignments
+from replog.controller.topics import TopicAdmin
 from replog.core.errors import ErrorCode
 from replog.rpc.coalesce import CoalescingJob
-from replog.zk.records import PartitionState, TopicAssignment, TopicPartition
+from replog.zk.records import PartitionState, TopicPartition
 from replog.zk.store import (
     ControllerFencedError,
     ControllerLease,
     MetadataStore,
     StateWrite,
-    TopicExistsError,
-    TopicSnapshot,
     VersionedState,
     WriteOutcomeUnknown,
 )
@@ -71,16 +72,7 @@ class ControllerSettings:
     defaults: TopicDefaults
     request_timeout_s: float  # controller.socket.timeout.ms
     message_bytes_max: int
-
-
-@dataclasses.dataclass(frozen=True)
-class TopicOutcome:
-    name: str
-    error: ErrorCode
-    message: str = ""
-    topic_id: str = ""
-    num_partitions: int = -1
-    replication_factor: int = -1
+    rebalance: RebalanceSettings = RebalanceSettings()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,24 +99,27 @@ class Controller:
         on_fenced: Callable[[ControllerLease], None],
         rng: random.Random | None = None,
     ) -> None:
-        self._store = store
-        self._settings = settings
+        self.store = store
+        self.settings = settings
         self._on_fenced = on_fenced
-        self._rng = rng or random.Random()
         self._events = EventQueue()
         self._lease: ControllerLease | None = None  # held, whether or not the view is loaded
         self._context: ControllerContext | None = None  # the view, once loaded under _lease
         self._channels: dict[int, BrokerChannel] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self._broker_change = CoalescingJob(self._queue_broker_change)
+        self.topics = TopicAdmin(self, rng or random.Random())
+        self.configs = ConfigAdmin(self)
+        self.leadership = Leadership(self, settings.rebalance)
+        self.reassignments = Reassignments(self)
 
     @property
     def controller_id(self) -> int:
-        return self._settings.controller_id
+        return self.settings.controller_id
 
     def start(self) -> None:
         self._events.start()
-        self._store.watch_broker_ids(self._on_broker_ids)
+        self.store.watch_broker_ids(self._on_broker_ids)
 
     async def stop(self) -> None:
         self.deactivate()
@@ -137,15 +132,21 @@ class Controller:
     def activate(self, lease: ControllerLease) -> None:
         """Won an election: load the cluster's state and tell every broker about it."""
         self._lease = lease
-        self._submit_background("take over", lambda: self._load(lease))
+        self.submit("take over", lambda: self._load(lease))
+        self.leadership.start(lease)
 
     def deactivate(self) -> None:
         """Lost the lease: stop acting and sending at once."""
         self._lease = None
         self._context = None
+        self.leadership.stop()
+        self.topics.forget_deletions()
         self._close_channels(list(self._channels))
         controller_metrics().offline_partitions.set(0)
         controller_metrics().partition_count.set(0)
+
+    def holds(self, lease: ControllerLease) -> bool:
+        return self._lease is lease
 
     def _fenced(self, lease: ControllerLease, error: ControllerFencedError) -> None:
         if self._lease is not lease:
@@ -156,7 +157,8 @@ class Controller:
 
     # -- running events ------------------------------------------------------------------------
 
-    def _submit_background(self, name: str, job: Callable[[], Awaitable[None]]) -> None:
+    def submit(self, name: str, job: Callable[[], Awaitable[None]]) -> None:
+        """Queue a job that nobody waits for; its failure is logged."""
         try:
             future = self._events.submit(name, job)
         except ControllerBusy as error:
@@ -169,9 +171,33 @@ class Controller:
 
         future.add_done_callback(report)
 
-    async def _as_active(self, name: str, work: Callable[[ControllerContext], Awaitable[T]]) -> T:
-        """Run work on the current view as one event; NotActive if this controller is not active."""
+    async def run(self, name: str, work: Callable[[ControllerContext], Awaitable[T]]) -> T:
+        """Run work on the current view as one event; NotActive if this controller is not active.
 
+        Raises ControllerBusy when too many events wait. Any other failure is
+        logged, makes the controller read its view again, and is raised.
+        """
+        return await self._events.run(name, self._on_view(name, work))
+
+    def submit_work(self, name: str, work: Callable[[ControllerContext], Awaitable[None]],
+                    view: ControllerContext) -> None:
+        """Queue work that nobody waits for, to run only if `view` is still the current view."""
+
+        async def if_current(context: ControllerContext) -> None:
+            if context is view:
+                await work(context)
+
+        job = self._on_view(name, if_current)
+
+        async def quiet() -> None:
+            try:
+                await job()
+            except NotActive:
+                pass
+
+        self.submit(name, quiet)
+
+    def _on_view(self, name: str, work: Callable[[ControllerContext], Awaitable[T]]) -> Callable[[], Awaitable[T]]:
         async def job() -> T:
             context = self._context
             if context is None:
@@ -186,13 +212,26 @@ class Controller:
                 self._reload(context.lease)
                 raise
 
-        return await self._events.run(name, job)
+        return job
+
+    async def answer(self, name: str, work: Callable[[ControllerContext], Awaitable[T]],
+                     failed: Callable[[ErrorCode, str], T]) -> T:
+        """run(), with the failures a request answers as an error code: NOT_CONTROLLER, or
+        UNKNOWN_SERVER_ERROR for an unexpected one. ControllerBusy is raised (gRPC UNAVAILABLE)."""
+        try:
+            return await self.run(name, work)
+        except NotActive as error:
+            return failed(ErrorCode.NOT_CONTROLLER, str(error))
+        except ControllerBusy:
+            raise
+        except Exception as error:  # logged by run()
+            return failed(ErrorCode.UNKNOWN_SERVER_ERROR, f"the controller failed ({error!r}); retry")
 
     def _reload(self, lease: ControllerLease) -> None:
         """After an unexpected failure the view may be wrong: read it again, resend everything."""
         if self._lease is lease:
             self._context = None
-            self._submit_background("reload", lambda: self._load(lease))
+            self.submit("reload", lambda: self._load(lease))
 
     # -- taking over ---------------------------------------------------------------------------
 
@@ -213,25 +252,34 @@ class Controller:
                 backoff_s = min(backoff_s * 2, LOAD_BACKOFF_S_MAX)
 
     async def _take_over(self, lease: ControllerLease) -> None:
-        brokers = await self._store.live_brokers()
-        topics = await self._store.read_topics()
+        brokers = await self.store.live_brokers()
+        topics = await self.store.read_topics()
+        marked = await self.store.topics_marked_for_deletion()
         if self._lease is not lease:
             return
         context = ControllerContext(lease, brokers)
         for snapshot in topics.values():
             context.add_topic(snapshot)
+        for name in marked:
+            if name in context.assignments:
+                context.mark_deleting(name)
         self._context = context
         self._close_channels(list(self._channels))
+        self.topics.forget_deletions()
         self._open_channels(context, brokers)
         # Brokers may have died or come back while no controller was active.
         changes = await self._reconcile(context)
-        self._send_changes(context, changes)
+        self.send_changes(context, changes)
         for broker_id in context.brokers:
             self._send_full_state(context, broker_id)
-        self._update_gauges(context)
+        self.update_gauges(context)
         log.info("controller %d is acting with controller epoch %d: live brokers %s, %d topics, "
-                 "%d partitions, %d offline", self.controller_id, lease.epoch, sorted(context.brokers),
-                 len(context.assignments), len(context.states), context.offline_count())
+                 "%d partitions, %d offline, %d topics being deleted, %d partitions being reassigned",
+                 self.controller_id, lease.epoch, sorted(context.brokers), len(context.assignments),
+                 len(context.states), context.offline_count(), len(context.deleting), len(context.reassigning()))
+        # A deletion or reassignment the last controller left unfinished goes on.
+        await self.topics.resume_deletions(context, marked)
+        await self.reassignments.advance(context, context.reassigning())
 
     # -- brokers coming and going ---------------------------------------------------------------
 
@@ -241,7 +289,7 @@ class Controller:
 
     async def _queue_broker_change(self) -> None:
         try:
-            await self._as_active("broker change", self._handle_broker_change)
+            await self.run("broker change", self._handle_broker_change)
         except NotActive:
             pass  # a controller taking over reads the live brokers itself
         except ControllerBusy as error:
@@ -249,10 +297,10 @@ class Controller:
             if self._lease is not None:
                 self._reload(self._lease)
         except Exception:
-            pass  # logged by _as_active, which reloads the cluster state
+            pass  # logged by run(), which reloads the cluster state
 
     async def _handle_broker_change(self, context: ControllerContext) -> None:
-        current = await self._store.live_brokers()
+        current = await self.store.live_brokers()
         before = context.brokers
         # A broker that registered again (new broker epoch) lost its state: it counts as gone and back.
         gone = {b for b, r in before.items() if b not in current or current[b].broker_epoch != r.broker_epoch}
@@ -261,6 +309,8 @@ class Controller:
             return
         log.info("live brokers %s -> %s (gone: %s, registered: %s)", sorted(before), sorted(current),
                  sorted(gone), sorted(born))
+        for broker_id in gone:
+            context.shutting_down.pop(broker_id, None)  # its shutdown is over
         changes: list[PartitionChange] = []
         if gone:
             context.brokers = {b: r for b, r in before.items() if b not in gone}
@@ -270,10 +320,12 @@ class Controller:
             context.brokers = dict(current)
             self._open_channels(context, born)
             changes += await self._reconcile(context)
-        self._send_changes(context, changes)
+        self.send_changes(context, changes)
         for broker_id in sorted(born):
             self._send_full_state(context, broker_id)
-        self._update_gauges(context)
+        self.update_gauges(context)
+        self.topics.on_brokers_registered(context, born)
+        await self.reassignments.advance(context, context.reassigning())
 
     async def _reconcile(self, context: ControllerContext) -> list[PartitionChange]:
         """One batched pass over every partition for the current live brokers."""
@@ -282,88 +334,43 @@ class Controller:
             return reconcile_partition(
                 partition, context.states[partition].state, context.replicas(partition), context.brokers,
                 unclean_allowed=context.unclean_allowed(partition.topic),
-                controller_epoch=context.controller_epoch,
+                controller_epoch=context.controller_epoch, shutting_down=context.shutting_down,
             )
 
-        changes = [c for c in map(recompute, context.partitions()) if c is not None]
-        applied = await self._persist(context, changes, recompute)
-        for change in applied:
-            _record_election(change)
+        return await self.elect(context, [c for c in map(recompute, context.partitions()) if c is not None],
+                                recompute)
+
+    async def reconcile_topic(self, context: ControllerContext, topic: str) -> list[PartitionChange]:
+        """The election pass for one topic (after its unclean.leader.election.enable changed)."""
+
+        def recompute(partition: TopicPartition) -> PartitionChange | None:
+            return reconcile_partition(
+                partition, context.states[partition].state, context.replicas(partition), context.brokers,
+                unclean_allowed=context.unclean_allowed(topic), controller_epoch=context.controller_epoch,
+                shutting_down=context.shutting_down,
+            )
+
+        changes = [c for c in map(recompute, context.topic_partitions(topic)) if c is not None]
+        applied = await self.elect(context, changes, recompute)
+        self.send_changes(context, applied)
+        self.update_gauges(context)
         return applied
 
-    # -- CreateTopics --------------------------------------------------------------------------
+    async def elect(self, context: ControllerContext, changes: list[PartitionChange],
+                    recompute: Recompute | None) -> list[PartitionChange]:
+        """Persist leadership changes and count the elections among them."""
+        applied = await self.persist(context, changes, recompute)
+        self.count_elections(applied)
+        return applied
 
-    async def create_topics(self, topics: list[NewTopic], *, validate_only: bool) -> list[TopicOutcome]:
-        outcomes: dict[str, TopicOutcome] = {}
-        try:
-            await self._as_active("create topics",
-                                  lambda context: self._create_topics(context, topics, validate_only, outcomes))
-        except NotActive as error:
-            for topic in topics:
-                outcomes.setdefault(topic.name, TopicOutcome(topic.name, ErrorCode.NOT_CONTROLLER, str(error)))
-        except ControllerBusy:
-            raise
-        except Exception as error:  # logged by _as_active; the topics created so far keep their answer
-            for topic in topics:
-                outcomes.setdefault(topic.name, TopicOutcome(
-                    topic.name, ErrorCode.UNKNOWN_SERVER_ERROR, f"the controller failed ({error!r}); retry"))
-        return [outcomes[topic.name] for topic in topics]
-
-    async def _create_topics(
-        self, context: ControllerContext, topics: list[NewTopic], validate_only: bool,
-        outcomes: dict[str, TopicOutcome],
-    ) -> None:
-        names = [t.name for t in topics]
-        created: list[str] = []
-        for topic in topics:
-            if names.count(topic.name) > 1:
-                outcomes[topic.name] = TopicOutcome(topic.name, ErrorCode.INVALID_REQUEST,
-                                                    f"topic {topic.name!r} appears more than once in the request")
-                continue
-            outcome = await self._create_topic(context, topic, validate_only)
-            outcomes[topic.name] = outcome
-            if outcome.error == ErrorCode.NONE and not validate_only:
-                created.append(topic.name)
-        if created:
-            new = [TopicPartition(name, p) for name in created for p in sorted(context.assignments[name].partitions)]
-            self._send_partitions(context, new, is_new=True)
-            self._update_gauges(context)
-
-    async def _create_topic(self, context: ControllerContext, topic: NewTopic, validate_only: bool) -> TopicOutcome:
-        brokers = context.racks()
-        plan = plan_topic(
-            topic, brokers=brokers, existing_topics=context.assignments, defaults=self._settings.defaults,
-            start_index=self._rng.randrange(max(1, len(brokers))),
-            replica_shift=self._rng.randrange(max(1, len(brokers))),
-        )
-        if isinstance(plan, Rejection):
-            log.info("topic %r not created: %s", topic.name, plan.message)
-            return TopicOutcome(topic.name, plan.error, plan.message)
-        placed = TopicOutcome(topic.name, ErrorCode.NONE, num_partitions=len(plan.replicas),
-                              replication_factor=plan.replication_factor)
-        if validate_only:
-            return placed
-        assignment = TopicAssignment(_new_topic_id(), dict(plan.replicas))
-        states = {p: new_partition_state(replicas, context.controller_epoch) for p, replicas in plan.replicas.items()}
-        try:
-            await self._store.create_topic(context.lease, topic.name, assignment, dict(plan.configs), states)
-        except TopicExistsError as error:
-            # Not in the view, yet in ZooKeeper: the view is behind; take the topic in.
-            existing = await self._store.read_topic(topic.name)
-            if existing is not None:
-                context.add_topic(existing)
-            return TopicOutcome(topic.name, ErrorCode.TOPIC_ALREADY_EXISTS, str(error))
-        except WriteOutcomeUnknown as error:
-            written = await self._store.read_topic(topic.name)
-            if written is None or written.assignment.topic_id != assignment.topic_id:
-                return TopicOutcome(topic.name, ErrorCode.UNKNOWN_SERVER_ERROR, str(error))
-        context.add_topic(TopicSnapshot(topic.name, assignment, dict(plan.configs),
-                                        {p: VersionedState(s, 0) for p, s in states.items()}))
-        log.info("created topic %r (id %s): %d partitions, replication factor %d, configs %s; %s",
-                 topic.name, assignment.topic_id, len(plan.replicas), plan.replication_factor, dict(plan.configs),
-                 ", ".join(f"{p}: replicas {list(plan.replicas[p])} leader {states[p].leader}"
-                           for p in sorted(states)))
-        return dataclasses.replace(placed, topic_id=assignment.topic_id)
+    @staticmethod
+    def count_elections(changes: Iterable[PartitionChange]) -> None:
+        """replog_leader_elections_total and replog_unclean_leader_elections_total for written changes."""
+        for change in changes:
+            if change.leader_changed and change.after.has_leader:
+                controller_metrics().leader_elections.inc()
+                if change.unclean:
+                    controller_metrics().unclean_leader_elections.inc()
 
     # -- AlterPartition ------------------------------------------------------------------------
 
@@ -371,7 +378,7 @@ class Controller:
         self, broker_id: int, broker_epoch: int, proposals: list[tuple[TopicPartition, IsrProposal]]
     ) -> tuple[Rejection | None, list[ProposalOutcome]]:
         try:
-            return await self._as_active(
+            return await self.run(
                 "alter partition", lambda context: self._alter_partition(context, broker_id, broker_epoch, proposals))
         except NotActive as error:
             return Rejection(ErrorCode.NOT_CONTROLLER, str(error)), []
@@ -400,7 +407,7 @@ class Controller:
             return self._judge_proposal(context, partition, proposed[partition], ())[1]
 
         # A multi refused for one stale partition is refused whole: the others are judged again.
-        applied = {c.partition: c for c in await self._persist(context, changes, judge_again)}
+        applied = {c.partition: c for c in await self.persist(context, changes, judge_again)}
         for change in changes:
             if change.partition in applied:
                 written = applied[change.partition]
@@ -414,7 +421,10 @@ class Controller:
                 "the partition state kept changing while the proposal was written; retry with the new state",
                 current.state if current else None)
         if applied:
-            self._send_metadata(context, list(applied))
+            self.send_metadata(context, list(applied))
+            # A replica being added may just have joined the ISR: its reassignment may finish.
+            reassigning = set(context.reassigning())
+            await self.reassignments.advance(context, [p for p in applied if p in reassigning])
         return None, [outcomes[p] for p, _ in proposals if p in outcomes]
 
     def _judge_proposal(
@@ -428,9 +438,9 @@ class Controller:
             return ProposalOutcome(partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                    f"{partition} does not exist"), None
         state = versioned.state
-        live_epochs = {b: r.broker_epoch for b, r in context.brokers.items()}
-        rejection, after = judge_isr_proposal(proposal, state, context.replicas(partition), live_epochs,
-                                              context.controller_epoch)
+        # A broker in controlled shutdown may not join an ISR: it counts as not live here.
+        rejection, after = judge_isr_proposal(proposal, state, context.replicas(partition),
+                                              context.electable_epochs(), context.controller_epoch)
         if rejection is not None:
             log.info("ISR proposal for %s from broker %d rejected: %s %s", partition, proposal.broker_id,
                      rejection.error.name, rejection.message)
@@ -441,7 +451,7 @@ class Controller:
 
     # -- persisting ----------------------------------------------------------------------------
 
-    async def _persist(
+    async def persist(
         self, context: ControllerContext, changes: list[PartitionChange], recompute: Recompute | None
     ) -> list[PartitionChange]:
         """Write the changes conditionally; on conflicts re-read and, with recompute, decide again.
@@ -455,7 +465,7 @@ class Controller:
                 break
             writes = [StateWrite(c.partition, c.after, context.states[c.partition].zk_version) for c in pending]
             try:
-                committed = (await self._store.write_partition_states(context.lease, writes)).committed
+                committed = (await self.store.write_partition_states(context.lease, writes)).committed
             except WriteOutcomeUnknown as error:
                 log.warning("%s; re-reading %d partition states", error, len(pending))
                 committed = {}
@@ -476,7 +486,7 @@ class Controller:
     ) -> list[PartitionChange]:
         again: list[PartitionChange] = []
         for change in unwritten:
-            fresh = await self._store.read_partition_state(change.partition)
+            fresh = await self.store.read_partition_state(change.partition)
             if fresh is None:
                 log.warning("the state of %s is gone from ZooKeeper", change.partition)
                 context.states.pop(change.partition, None)
@@ -494,8 +504,8 @@ class Controller:
         for broker_id in brokers:
             self._channels[broker_id] = BrokerChannel(
                 context.brokers[broker_id], controller_id=self.controller_id,
-                controller_epoch=context.controller_epoch, timeout_s=self._settings.request_timeout_s,
-                message_bytes_max=self._settings.message_bytes_max,
+                controller_epoch=context.controller_epoch, timeout_s=self.settings.request_timeout_s,
+                message_bytes_max=self.settings.message_bytes_max,
             )
 
     def _close_channels(self, broker_ids: Iterable[int]) -> None:
@@ -506,15 +516,15 @@ class Controller:
                 self._closing.add(task)
                 task.add_done_callback(self._closing.discard)
 
-    def _send_changes(self, context: ControllerContext, changes: list[PartitionChange]) -> None:
+    def send_changes(self, context: ControllerContext, changes: list[PartitionChange]) -> None:
         """One LeaderAndIsr to each live replica of a changed partition, one UpdateMetadata to all."""
         latest = {c.partition: c for c in changes}
         for change in latest.values():
             log.log(logging.WARNING if not change.after.has_leader or change.unclean else logging.INFO,
                     "%s", change.describe())
-        self._send_partitions(context, sorted(latest), is_new=False)
+        self.send_partitions(context, sorted(latest), is_new=False)
 
-    def _send_partitions(self, context: ControllerContext, partitions: list[TopicPartition], *, is_new: bool) -> None:
+    def send_partitions(self, context: ControllerContext, partitions: list[TopicPartition], *, is_new: bool) -> None:
         if context is not self._context:
             return  # the event outlived its view: the channels belong to a newer one
         leaders = [endpoint(r) for r in context.brokers.values()]
@@ -523,15 +533,24 @@ class Controller:
                       if broker_id in context.replicas(tp)]
             if states:
                 channel.queue_leader_and_isr(states, leaders)
-        self._send_metadata(context, partitions)
+        self.send_metadata(context, partitions)
 
-    def _send_metadata(self, context: ControllerContext, partitions: list[TopicPartition]) -> None:
+    def send_metadata(self, context: ControllerContext, partitions: list[TopicPartition]) -> None:
         if context is not self._context:
             return
         states = [self._update_metadata(context, tp) for tp in partitions]
         live = [endpoint(context.brokers[b]) for b in sorted(context.brokers)]
         for channel in self._channels.values():
             channel.queue_update_metadata(states, live)
+
+    def stop_replicas(
+        self, context: ControllerContext, broker_id: int, partitions: list[TopicPartition], *, delete: bool
+    ) -> asyncio.Future[bool] | None:
+        """StopReplica to one live broker; None when it has no channel (it is not live)."""
+        channel = self._channels.get(broker_id)
+        if channel is None or context is not self._context:
+            return None
+        return channel.queue_stop_replica(partitions, delete=delete)
 
     def _send_full_state(self, context: ControllerContext, broker_id: int) -> None:
         """Everything a broker needs after it (or this controller) starts: its partitions, all metadata."""
@@ -548,7 +567,8 @@ class Controller:
         context: ControllerContext, partition: TopicPartition, is_new: bool
     ) -> broker_pb2.LeaderAndIsrPartitionState:
         return leader_and_isr_state(partition, context.topic_id(partition.topic), context.states[partition].state,
-                                    context.replicas(partition), is_new=is_new)
+                                    context.replicas(partition), is_new=is_new, adding=context.adding(partition),
+                                    removing=context.removing(partition))
 
     @staticmethod
     def _update_metadata(
@@ -557,20 +577,9 @@ class Controller:
         return update_metadata_state(partition, context.topic_id(partition.topic), context.states[partition].state,
                                      context.replicas(partition), context.brokers)
 
-    def _update_gauges(self, context: ControllerContext) -> None:
+    def update_gauges(self, context: ControllerContext) -> None:
         if context is not self._context:
             return
         controller_metrics().offline_partitions.set(context.offline_count())
         controller_metrics().partition_count.set(len(context.states))
 
-
-def _record_election(change: PartitionChange) -> None:
-    if change.leader_changed and change.after.has_leader:
-        controller_metrics().leader_elections.inc()
-        if change.unclean:
-            controller_metrics().unclean_leader_elections.inc()
-
-
-def _new_topic_id() -> str:
-    """22 characters of URL-safe base64 over a random UUID, as Kafka prints topic ids."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

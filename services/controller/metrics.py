@@ -43,11 +43,13 @@ def controller_metrics() -> ControllerMetrics:
             "Partitions in the cluster (active controller only)."),
         leader_elections=_metric(
             prometheus_client.Counter, "replog_leader_elections",
-            "Partitions given a new live leader by an election (a leader's death or return, a "
-            "controller taking over); a new topic's first leaders are not counted."),
+            "Partitions given a new live leader by an election (a leader's death or return, a controller "
+            "taking over, ElectLeaders, the leader rebalance, a controlled shutdown, a reassignment); a new "
+            "topic's first leaders are not counted."),
         unclean_leader_elections=_metric(
             prometheus_client.Counter, "replog_unclean_leader_elections",
-            "Leaders elected from outside the ISR because the topic allows it; records may have been lost."),
+            "Leaders elected from outside the ISR, because the topic allows it or an operator asked for an "
+            "unclean election; records may have been lost."),
     )
 
 

@@ -19,6 +19,7 @@ from replog.config import Setting
 from replog.controller.metrics import controller_metrics
 from replog.controller.decisions import PARTITIONS_PER_TOPIC_MAX, TopicDefaults
 from replog.controller.driver import Controller, ControllerSettings
+from replog.controller.leadership import RebalanceSettings
 from replog.controller.servicer import ControllerServicer
 from replog.rpc.coalesce import CoalescingJob
 from replog.zk.store import ControllerInfo, ControllerLease, MetadataStore
@@ -36,6 +37,12 @@ SETTINGS: tuple[Setting, ...] = (
             "replication factor of a topic created without one"),
     Setting("controller.socket.timeout.ms", configuration.integer(100, 600_000), 30_000,
             "deadline of each request from the controller to a broker, in ms"),
+    Setting("auto.leader.rebalance.enable", configuration.boolean, True,
+            "move leadership back to preferred replicas when leaders are imbalanced"),
+    Setting("leader.imbalance.check.interval.seconds", configuration.integer(1, 2**31 - 1), 300,
+            "how often the active controller checks the leader imbalance, in seconds"),
+    Setting("leader.imbalance.per.broker.percentage", configuration.integer(0, 100), 10,
+            "share of a broker's preferred partitions led elsewhere above which they move back, in percent"),
     *configuration.ZOOKEEPER_SETTINGS,
     *configuration.SERVER_SETTINGS,
 )
@@ -58,6 +65,11 @@ class ControllerProcess:
                                        replication_factor=config["default.replication.factor"]),
                 request_timeout_s=config["controller.socket.timeout.ms"] / 1000,
                 message_bytes_max=config["socket.request.max.bytes"],
+                rebalance=RebalanceSettings(
+                    enabled=config["auto.leader.rebalance.enable"],
+                    check_interval_s=config["leader.imbalance.check.interval.seconds"],
+                    imbalance_percentage_max=config["leader.imbalance.per.broker.percentage"],
+                ),
             ),
             on_fenced=self._on_fenced,
         )

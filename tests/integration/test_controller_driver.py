@@ -62,14 +62,14 @@ def run(zookeeper: str, scenario) -> None:
 
 
 async def until_active(controller: Controller) -> None:
-    while (await controller.create_topics([NewTopic("probe", 1, 1)], validate_only=True))[0].error \
+    while (await controller.topics.create_topics([NewTopic("probe", 1, 1)], validate_only=True))[0].error \
             == ErrorCode.NOT_CONTROLLER:
         await asyncio.sleep(0.05)
 
 
 def test_a_stale_view_is_read_again_and_the_proposals_judged_again(zookeeper):
     async def scenario(controller, lease, other, _fenced):
-        (created,) = await controller.create_topics(
+        (created,) = await controller.topics.create_topics(
             [NewTopic("t", assignments=((0, (1, 2, 3)), (1, (1, 2, 3))))], validate_only=False)
         assert created.error == ErrorCode.NONE
         p0, p1 = TopicPartition("t", 0), TopicPartition("t", 1)
@@ -105,7 +105,7 @@ def test_a_fenced_controller_stops_acting_and_answers_not_controller(zookeeper):
         await other.resign_controller(lease)
         assert await other.elect_controller(8, "127.0.0.1", 2) is not None
 
-        (outcome,) = await controller.create_topics([NewTopic("late", 1, 1)], validate_only=False)
+        (outcome,) = await controller.topics.create_topics([NewTopic("late", 1, 1)], validate_only=False)
         assert outcome.error == ErrorCode.NOT_CONTROLLER and "fenced" in outcome.message
         assert fenced == [lease]
         assert await other.read_topic("late") is None
