@@ -8,6 +8,7 @@ from replog.client.accumulator import BATCH_OVERHEAD_BYTES, RecordAccumulator, r
 from replog.client.errors import ClientTimeoutError, ProducerClosedError
 from replog.client.types import TopicPartition
 from replog.protocol import encode_batch
+from replog.protocol.compression import Compression
 from tests.client.helpers import metadata
 
 T0 = TopicPartition("t", 0)
@@ -168,6 +169,18 @@ def test_a_retried_batch_goes_back_in_front_of_later_batches_of_its_partition():
     assert first.attempts == 2
     acc.complete(first)
     assert acc.drain(CLUSTER, {1}, MiB, now_ms=110.0)[1] == [second]
+
+
+def test_a_retried_batch_sends_the_bytes_of_its_first_attempt():
+    acc = accumulator()
+    batch = add(acc, T0, now_ms=0.0)[0]
+    [sent] = acc.drain(CLUSTER, {1}, MiB, now_ms=10.0)[1]
+    first = sent.encode(Compression.NONE, timestamp_ms=1_000)
+    acc.requeue(sent, retry_at_ms=20.0)
+    [again] = acc.drain(CLUSTER, {1}, MiB, now_ms=20.0)[1]
+    assert again is batch and again.attempts == 2
+    assert again.encode(Compression.NONE, timestamp_ms=2_000) == first, "same records, same create time, same CRC"
+    assert again.timestamp_ms == 1_000
 
 
 def test_queued_batches_expire_after_delivery_timeout():

@@ -2,23 +2,30 @@
 
 import json
 import os
+import signal
 import subprocess
+import threading
 
 import pytest
 
-from tests.integration.cluster import REPLOG
+from tests.integration.cluster import REPLOG, wait_for
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def replog(cluster):
-    """Run `replog ...` finding the cluster the way a user's shell would: through REPLOG_BOOTSTRAP."""
-    env = {**os.environ, "REPLOG_BOOTSTRAP": cluster.status()["metadata"][0]["address"]}
+def env(cluster):
+    """The environment of a user's shell that finds the cluster through REPLOG_BOOTSTRAP."""
+    return {**os.environ, "REPLOG_BOOTSTRAP": cluster.status()["metadata"][0]["address"]}
+
+
+@pytest.fixture(scope="module")
+def replog(env):
+    """Run `replog ...`; with stdin as bytes, stdout and stderr come back as bytes too."""
 
     def run(*args, stdin="", check=True):
-        result = subprocess.run([*REPLOG, *args], input=stdin, capture_output=True, text=True, env=env,
-                                timeout=180)
+        result = subprocess.run([*REPLOG, *args], input=stdin, capture_output=True, text=isinstance(stdin, str),
+                                env=env, timeout=180)
         if check and result.returncode != 0:
             raise AssertionError(f"replog {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
         return result
@@ -34,7 +41,9 @@ def test_topics_create_describe_and_list(replog):
     assert text[0].startswith("Topic: cli-a  TopicId: ") and "PartitionCount: 3  ReplicationFactor: 3" in text[0]
     assert [line.split("  ")[1] for line in text[1:]] == ["Partition: 0", "Partition: 1", "Partition: 2"]
     report = json.loads(replog("topics", "describe", "cli-a", "--json").stdout)
+    assert list(report) == ["topics"]
     [topic] = report["topics"]
+    assert list(topic) == ["name", "configs", "partitions"]
     assert topic["name"] == "cli-a"
     assert [sorted(p["replicas"]) for p in topic["partitions"]] == [[1, 2, 3]] * 3
     assert all(set(p) == {"partition", "leader", "leader_epoch", "replicas", "isr"} for p in topic["partitions"])
@@ -51,11 +60,13 @@ def test_topic_errors_are_one_sentence(replog):
     replog("topics", "create", "cli-dup", "--partitions", "1", "--replication-factor", "1")
     again = replog("topics", "create", "cli-dup", "--partitions", "1", "--replication-factor", "1", check=False)
     assert again.returncode == 1 and "TOPIC_ALREADY_EXISTS" in again.stderr and "Traceback" not in again.stderr
-    replog("topics", "create", "cli-dup", "--partitions", "1", "--replication-factor", "1", "--if-not-exists")
+    quiet = replog("topics", "create", "cli-dup", "--partitions", "1", "--replication-factor", "1", "--if-not-exists")
+    assert (quiet.stdout, quiet.stderr) == ("", "")
     too_many = replog("topics", "create", "cli-rf", "--partitions", "1", "--replication-factor", "5", check=False)
     assert too_many.returncode == 1 and "INVALID_REPLICATION_FACTOR" in too_many.stderr
     missing = replog("topics", "describe", "cli-missing", check=False)
     assert missing.returncode == 1 and "does not exist" in missing.stderr
+    assert "replog topics create cli-missing" in missing.stderr, "the error says how to create it"
 
 
 def test_produced_lines_come_back_from_consume(replog):
@@ -70,16 +81,62 @@ def test_produced_lines_come_back_from_consume(replog):
     assert "Processed a total of 200 messages" in consumed.stderr
 
 
+def test_produce_takes_each_line_without_its_ending_as_one_record(replog):
+    replog("topics", "create", "cli-endings", "--partitions", "1", "--replication-factor", "1")
+    out = replog("produce", "cli-endings", "--report-offsets", stdin=b"alpha\nbeta\r\n\ngamma").stdout
+    assert out == b"0\t0\talpha\n0\t1\tbeta\n0\t2\t\n0\t3\tgamma\n"
+
+
+def test_produce_keys_pick_kafkas_partition_and_a_line_without_the_separator_fails(replog):
+    replog("topics", "create", "cli-keyed", "--partitions", "10", "--replication-factor", "1")
+    out = replog("produce", "cli-keyed", "--key-separator", ":", "--report-offsets",
+                 stdin="foobar:v1\nfoobar:v2:x\n").stdout
+    assert out == "6\t0\tfoobar:v1\n6\t1\tfoobar:v2:x\n", "murmur2 of 'foobar' picks partition 6 of 10"
+    result = replog("produce", "cli-keyed", "--key-separator", ":", stdin="k:v\nno separator\n", check=False)
+    assert result.returncode == 1 and "line 2 has no key separator ':'" in result.stderr
+
+
 def test_consume_from_a_partition_and_offset_with_keys(replog):
     replog("topics", "create", "cli-keys", "--partitions", "1", "--replication-factor", "2")
     replog("produce", "cli-keys", "--key-separator", "=", "--acks", "1", stdin="a=1\nb=2\nc=3\n")
     out = replog("consume", "cli-keys", "--partition", "0", "--offset", "1", "--timeout-ms", "2000").stdout
     assert out == "2\n3\n"
+    latest = replog("consume", "cli-keys", "--timeout-ms", "200")
+    assert latest.stdout == "" and "Processed a total of 0 messages" in latest.stderr, "nothing new: a quiet exit"
 
 
-def test_consuming_a_missing_topic_says_so(replog):
-    result = replog("consume", "cli-nope", "--timeout-ms", "100", check=False)
-    assert result.returncode == 1 and "topic 'cli-nope' does not exist" in result.stderr
+def test_ctrl_c_stops_consume_and_reports_its_count(replog, env):
+    replog("topics", "create", "cli-interrupted", "--partitions", "1", "--replication-factor", "1")
+    replog("produce", "cli-interrupted", stdin="a\nb\n")
+    lines = []
+    with subprocess.Popen([*REPLOG, "consume", "cli-interrupted", "--from-beginning"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env) as consume:
+
+        def read_lines():
+            for line in consume.stdout:
+                lines.append(line)
+
+        reader = threading.Thread(target=read_lines)
+        reader.start()
+        try:
+            wait_for(lambda: len(lines) == 2, 30, "both records to be printed")
+            consume.send_signal(signal.SIGINT)
+            consume.wait(30)
+        finally:
+            consume.kill()
+            reader.join(30)
+        err = consume.stderr.read()
+    assert lines == ["a\n", "b\n"]
+    assert consume.returncode == 130 and "Processed a total of 2 messages" in err and "Traceback" not in err
+
+
+def test_a_missing_topic_or_partition_is_one_sentence(replog):
+    for command, stdin in (("consume", ""), ("produce", "x\n")):
+        result = replog(command, "cli-nope", stdin=stdin, check=False)
+        assert result.returncode == 1 and "topic 'cli-nope' does not exist" in result.stderr, command
+    replog("topics", "create", "cli-one", "--partitions", "1", "--replication-factor", "1")
+    result = replog("consume", "cli-one", "--partition", "5", check=False)
+    assert result.returncode == 1 and "partitions 0..0, not 5" in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("kind", ["produce", "consume", "e2e"])
@@ -87,5 +144,6 @@ def test_bench_prints_its_figures_as_json(replog, kind):
     rate = ["--rate", "5000"] if kind == "e2e" else []
     result = json.loads(replog("bench", kind, "--records", "20000", "--json", *rate).stdout)
     assert result["records_per_s"] > 0 and result["mb_per_s"] > 0
+    assert (result["records"], result["partitions"], result["replication_factor"]) == (20000, 3, 3)
     if kind == "e2e":
         assert 0 < result["p50_ms"] <= result["p99_ms"] <= result["p999_ms"]
