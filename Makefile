@@ -53,5 +53,19 @@ test: setup
 test-fast: setup
 	@$(PY) -m pytest -q -m "not slow" tests
 
+# The whole chaos matrix on real clusters (about 12 minutes; tests/chaos). Cutting brokers off
+# needs root for network namespaces; without it those scenarios are skipped. Rewrites the results
+# table in docs/RELIABILITY.md.
+chaos: setup
+	REPLOG_CHAOS=1 $(PY) -m pytest -q tests/chaos
+
+# replog side by side with NATS JetStream (bench/peers): Debian's nats-server and the nats-py client.
+bench: setup
+	@command -v nats-server >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nats-server >/dev/null; }
+	@$(PY) -c "import nats" 2>/dev/null || $(PY) -m pip install -q nats-py
+	$(PY) bench/peers/side_by_side.py
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

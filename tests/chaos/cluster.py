@@ -143,18 +143,26 @@ class ChaosCluster:
         if broker_id in self.relays:
             return self.relays[broker_id]
         state = self.state()
-        ports = [int(state["zookeeper"]["address"].rsplit(":", 1)[1])]
-        for plural in ("brokers", "controllers", "metadata"):
-            ports += [int(m["address"].rsplit(":", 1)[1]) for m in state[plural]
-                      if not (plural == "brokers" and m["id"] == broker_id)]
+        ports = {int(state["zookeeper"]["address"].rsplit(":", 1)[1]): "zookeeper"}
+        for kind, plural in (("broker", "brokers"), ("controller", "controllers"), ("metadata", "metadata")):
+            ports.update({int(m["address"].rsplit(":", 1)[1]): kind for m in state[plural]})
         if self.alive("broker", broker_id):
             self.signal("broker", broker_id, "TERM")
         namespace = Namespace(f"replog-chaos-{os.getpid()}-b{broker_id}")
         self.namespaces[broker_id] = namespace
         port = int(self.broker_address(broker_id).rsplit(":", 1)[1])
-        self.relays[broker_id] = Relay(namespace, port, ports)
+        self.relays[broker_id] = Relay(namespace, port, ports, self.member_pids)
         self.start("broker", broker_id)
         return self.relays[broker_id]
+
+    def member_pids(self) -> dict[int, str]:
+        """The pid of every running process of the cluster, and its kind."""
+        state = self.state()
+        pids = {state["zookeeper"]["pid"]: "zookeeper"}
+        for kind, plural in (("broker", "brokers"), ("controller", "controllers"), ("metadata", "metadata")):
+            pids.update({m["pid"]: kind for m in state[plural]})
+        pids.pop(None, None)
+        return pids
 
     # -- what the cluster says -----------------------------------------------------------------
 

@@ -12,10 +12,12 @@ import time
 
 from tests.chaos.cluster import FAILOVER_S_MAX, RECOVERY_S_MAX, SESSION_TIMEOUT_S, ChaosError, wait_for
 from tests.chaos.harness import ChaosRun
+from tests.chaos.netns import MEMBERS, PEER_KINDS
 from tests.chaos.replicas import batches, tear_last_segment
 
 BOUNCES = 5
 DWELL_S = (0.5, 2.0)  # how long a fault stands before it is undone, drawn per fault
+SPLIT_DWELL_S = 3.0  # how long two leaders coexist in a split
 
 
 def _dwell(run: ChaosRun) -> None:
@@ -92,18 +94,20 @@ def bounce(run: ChaosRun, kind: str, signal: str, times: int = BOUNCES) -> None:
     recover(run)
 
 
-def pause(run: ChaosRun, kind: str, victim: int, role: str, seconds: float) -> None:
-    """SIGSTOP for `seconds`, then SIGCONT. Past the session timeout, ZooKeeper expires the session."""
+def pause(run: ChaosRun, kind: str, victim: int, role: str, seconds: float, *, leads: int | None = None) -> None:
+    """SIGSTOP for `seconds`, then SIGCONT. Past the session timeout, ZooKeeper expires the session.
+
+    `leads`: the partition the victim leads, whose failover is awaited when its session expires.
+    """
     expires = seconds > SESSION_TIMEOUT_S
     run.fault(f"SIGSTOP {kind} {victim} ({role}) for {seconds:.1f} s"
               + (" (past its ZooKeeper session timeout)" if expires else ""))
     run.cluster.signal(kind, victim, "STOP")
     started = time.monotonic()
     try:
-        if expires and kind == "broker" and role.startswith("leader of partition"):
-            partition = int(role.rsplit(" ", 1)[1])
-            successor = run.cluster.wait_led(run.topic, partition, not_by=victim)
-            run.note(f"broker {successor} leads partition {partition} while broker {victim} is paused")
+        if expires and leads is not None:
+            successor = run.cluster.wait_led(run.topic, leads, not_by=victim)
+            run.note(f"broker {successor} leads partition {leads} while broker {victim} is paused")
         elif expires and kind == "controller":
             successor = wait_for(lambda: _other_active(run, victim), FAILOVER_S_MAX,
                                  "another controller to take over")
@@ -117,12 +121,16 @@ def pause(run: ChaosRun, kind: str, victim: int, role: str, seconds: float) -> N
 
 def pause_leader(run: ChaosRun, seconds: float) -> None:
     partition, victim = leader_of_some_partition(run)
-    pause(run, "broker", victim, f"leader of partition {partition}", seconds)
+    pause(run, "broker", victim, f"leader of partition {partition}", seconds, leads=partition)
 
 
 def pause_follower(run: ChaosRun, seconds: float) -> None:
     partition, _ = leader_of_some_partition(run)
     pause(run, "broker", follower_of(run, partition), f"follower of partition {partition}", seconds)
+
+
+def pause_controller(run: ChaosRun, seconds: float) -> None:
+    pause(run, "controller", run.cluster.wait_one_active_controller(), "the active controller", seconds)
 
 
 def zombie_controller(run: ChaosRun) -> None:
@@ -155,11 +163,17 @@ def zombie_controller(run: ChaosRun) -> None:
 # -- network faults (the broker must be isolatable: ChaosCluster.isolatable) ---------------------
 
 
-def cut_off_follower(run: ChaosRun, broker: int) -> None:
-    """Cut a follower off from everything until it leaves every ISR; heal until it is back in all."""
+def cut_off_follower(run: ChaosRun, broker: int, kinds: frozenset[str]) -> None:
+    """Cut a follower off from these kinds of peer until it leaves every ISR; heal until it is back in all.
+
+    Cut from everything, its ZooKeeper session expires and the controller takes
+    it out; cut from the other brokers only, the leader drops it after
+    replica.lag.time.max.ms and proposes the smaller ISR itself.
+    """
     relay = run.cluster.relays[broker]
-    run.fault(f"broker {broker} (a follower) cut off from its peers, ZooKeeper and clients")
-    relay.isolate()
+    what = "everything" if kinds == PEER_KINDS else " and ".join(sorted(kinds))
+    run.fault(f"broker {broker} (a follower) cut off from {what}")
+    relay.cut(kinds)
     started = time.monotonic()
     try:
         wait_for(lambda: all(broker not in p.isr for p in run.cluster.partitions(run.topic)), FAILOVER_S_MAX,
@@ -175,23 +189,24 @@ def cut_off_follower(run: ChaosRun, broker: int) -> None:
 
 
 def split_leader(run: ChaosRun, broker: int, *, show_divergence: bool = False) -> list[str]:
-    """Cut a leader off from its peers, ZooKeeper and the controllers, while this test's clients still reach it.
+    """Cut a leader off from ZooKeeper and every other member, while this test's clients still reach it.
 
-    The rest of the cluster elects a new leader; the old one goes on taking writes
-    from the clients that still reach it until the partition heals. With
-    show_divergence, returns how the two logs differ on disk just before the heal.
+    The rest of the cluster elects new leaders; the old one goes on answering the
+    clients that still reach it until the partition heals (acks=1 writes it
+    acknowledges then are lost; acks=all writes cannot be acknowledged). With
+    show_divergence, returns how its log and its successor's differ on disk just
+    before the heal.
     """
     relay = run.cluster.relays[broker]
     led = [p.partition for p in run.cluster.partitions(run.topic) if p.leader == broker]
-    run.fault(f"broker {broker} (leader of partitions {led}) cut off from peers and ZooKeeper, "
+    run.fault(f"broker {broker} (leader of partitions {led}) cut off from ZooKeeper and the other members, "
               "still reachable by the test's clients")
-    relay.split()
+    relay.cut(MEMBERS)
     differences: list[str] = []
     try:
         successors = {p: run.cluster.wait_led(run.topic, p, not_by=broker) for p in led}
         run.note(f"new leaders {successors} while broker {broker} is cut off")
-        run.wait_progress("writes with the old leader cut off")
-        _dwell(run)
+        time.sleep(SPLIT_DWELL_S)
         if show_divergence:
             differences = [d for p, new in successors.items() for d in _differences(run, p, broker, new)]
     finally:
@@ -240,3 +255,33 @@ def wait_reader_caught_up(run: ChaosRun, partition: int, timeout_s: float = RECO
         return bool(acked) and bool(read) and read[-1][0] >= max(acked)
 
     wait_for(caught_up, timeout_s, f"the reader to return every acknowledged record of partition {partition}")
+
+
+def move_leadership_back(run: ChaosRun, broker: int) -> None:
+    """SIGTERM the leaders that replaced `broker` (its replicas come first), so that it leads again."""
+    leaders = sorted({p.leader for p in run.cluster.partitions(run.topic)} - {broker})
+    for leader in leaders:
+        run.fault(f"SIGTERM broker {leader} so that broker {broker}, first in replica order, leads again")
+        run.cluster.signal("broker", leader, "TERM")
+        wait_for(lambda: all(p.leader == broker for p in run.cluster.partitions(run.topic)), FAILOVER_S_MAX,
+                 f"broker {broker} to lead every partition")
+        run.cluster.start("broker", leader)
+    recover(run)
+
+
+def unclean_election(run: ChaosRun, *, leader: int, follower: int) -> None:
+    """The follower dies; the leader takes writes alone and dies too; the stale follower is elected."""
+    run.fault(f"SIGKILL broker {follower} (the follower)")
+    run.cluster.signal("broker", follower, "KILL")
+    wait_for(lambda: run.cluster.partition(run.topic).isr == (leader,), FAILOVER_S_MAX,
+             f"the ISR to shrink to broker {leader}")
+    run.wait_progress(f"writes acknowledged by broker {leader} alone")
+    wait_reader_caught_up(run, 0)
+    run.fault(f"SIGKILL broker {leader} (the leader, the only ISR member); broker {follower} started, "
+              "the only live replica")
+    run.cluster.signal("broker", leader, "KILL")
+    run.cluster.start("broker", follower)
+    wait_for(lambda: run.cluster.leader(run.topic) == follower, FAILOVER_S_MAX,
+             f"broker {follower} to be elected uncleanly")
+    run.note(f"broker {follower} leads, elected from outside the ISR")
+    run.wait_progress(f"writes acknowledged by broker {follower}")

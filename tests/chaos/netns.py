@@ -14,10 +14,11 @@ in the socket buffers, nothing is reset, and new connections are accepted and
 held. Healing lets everything through again, late bytes included, as TCP
 delivers them once a partition ends.
 
-Two cuts: `isolate()` cuts every connection; `split()` cuts the cluster's own
-members (ZooKeeper, brokers, controllers, metadata service) but lets through
-the connections of this test process, so the test's clients keep talking to
-the broker while it cannot reach the rest of the cluster.
+A cut names the kinds of peer it separates the broker from: `zookeeper`,
+`broker`, `controller`, `metadata`, and `client` (this test process, whose
+clients keep reaching the broker unless cut too). The relay knows the kind of
+an outgoing connection by its port, and of an incoming one by the process that
+holds the other end (found through /proc).
 """
 
 from __future__ import annotations
@@ -136,15 +137,24 @@ def _inodes_of_local_port(port: int) -> set[int]:
     return inodes
 
 
-class Relay:
-    """Carries one namespaced broker's connections; cut and heal it from any thread."""
+PEER_KINDS = frozenset({"zookeeper", "broker", "controller", "metadata", "client"})
+MEMBERS = PEER_KINDS - {"client"}
 
-    def __init__(self, namespace: Namespace, broker_port: int, outside_ports: Iterable[int]) -> None:
+
+class Relay:
+    """Carries one namespaced broker's connections; cut and heal it from any thread.
+
+    outside_ports maps the port of every other member to its kind; member_pids()
+    maps the pids of the cluster's processes to their kinds, for incoming connections.
+    """
+
+    def __init__(self, namespace: Namespace, broker_port: int, outside_ports: dict[int, str],
+                 member_pids: Callable[[], dict[int, str]]) -> None:
         self.namespace = namespace
         self.broker_port = broker_port
-        self.outside_ports = sorted(set(outside_ports) - {broker_port})
-        self._cut_members = False
-        self._cut_all = False
+        self.outside_ports = {port: kind for port, kind in outside_ports.items() if port != broker_port}
+        self._member_pids = member_pids
+        self._cut: frozenset[str] = frozenset()
         self._open = asyncio.Event()
         self._loop = asyncio.new_event_loop()
         self._servers: list[asyncio.AbstractServer] = []
@@ -160,18 +170,15 @@ class Relay:
 
     # -- control (any thread) ----------------------------------------------------------------------
 
-    def isolate(self) -> None:
-        self._set(cut_all=True, cut_members=True)
-
-    def split(self) -> None:
-        self._set(cut_all=False, cut_members=True)
+    def cut(self, kinds: Iterable[str]) -> None:
+        """Separate the broker from these kinds of peer (the others still pass)."""
+        kinds = frozenset(kinds)
+        if not kinds <= PEER_KINDS:
+            raise ValueError(f"unknown peer kinds {sorted(kinds - PEER_KINDS)}")
+        self._set(kinds)
 
     def heal(self) -> None:
-        self._set(cut_all=False, cut_members=False)
-
-    @property
-    def cut(self) -> bool:
-        return self._cut_members or self._cut_all
+        self._set(frozenset())
 
     def close(self) -> None:
         if self._loop.is_closed():
@@ -180,9 +187,9 @@ class Relay:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(LOOP_START_S_MAX)
 
-    def _set(self, *, cut_all: bool, cut_members: bool) -> None:
+    def _set(self, kinds: frozenset[str]) -> None:
         def apply() -> None:
-            self._cut_all, self._cut_members = cut_all, cut_members
+            self._cut = kinds
             self._open.set()
             self._open = asyncio.Event()
 
@@ -205,10 +212,10 @@ class Relay:
     async def _listen(self) -> None:
         inward = _listener(self.broker_port)
         self._servers.append(await asyncio.start_server(self._inward, sock=inward))
-        for port in self.outside_ports:
+        for port, kind in self.outside_ports.items():
             outward = self.namespace.socket_inside(lambda port=port: _listener(port))
             self._servers.append(await asyncio.start_server(
-                lambda r, w, port=port: self._outward(r, w, port), sock=outward))
+                lambda r, w, port=port, kind=kind: self._outward(r, w, port, kind), sock=outward))
 
     async def _shutdown(self) -> None:
         for server in self._servers:
@@ -218,22 +225,27 @@ class Relay:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _passes(self, from_this_process: bool) -> bool:
-        if self._cut_all:
-            return False
-        return not self._cut_members or from_this_process
+    def _peer_kind(self, peer_port: int) -> str:
+        """Who holds the other end of an incoming connection: this process (client) or a member."""
+        inodes = _inodes_of_local_port(peer_port)
+        if inodes & _socket_inodes(os.getpid()):
+            return "client"
+        for pid, kind in self._member_pids().items():
+            if inodes & _socket_inodes(pid):
+                return kind
+        return "client"
 
     async def _inward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """A connection to the broker's port from the root namespace, carried into the namespace."""
-        peer_port = writer.get_extra_info("peername")[1]
-        from_this_process = bool(_inodes_of_local_port(peer_port) & _socket_inodes(os.getpid()))
+        kind = self._peer_kind(writer.get_extra_info("peername")[1])
         await self._carry(reader, writer, lambda: self._inside_connect(self.broker_port),
-                          lambda: self._passes(from_this_process))
+                          lambda: kind not in self._cut)
 
-    async def _outward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int) -> None:
+    async def _outward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, port: int,
+                       kind: str) -> None:
         """A connection from the broker to another member, carried out to the root namespace."""
         await self._carry(reader, writer, lambda: asyncio.open_connection("127.0.0.1", port),
-                          lambda: self._passes(False))
+                          lambda: kind not in self._cut)
 
     async def _inside_connect(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         sock = self.namespace.socket_inside(_connector)
