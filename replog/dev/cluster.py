@@ -35,7 +35,6 @@ from replog.dev.processes import (
 CLUSTER_FILE = "cluster.json"
 DEFAULT_DATA_DIR = ".replog"
 HOST = "127.0.0.1"
-SERVICE_MARKER = "replog."
 KILL_WAIT_S_MAX = 10.0
 TERM_WAIT_S_MAX = 60.0
 
@@ -64,6 +63,10 @@ class Member:
     address: str
     metrics_address: str
     pid: int | None = None
+    # The member's properties file: it is on the process's command line, and no other process
+    # has it there, so a recorded pid that the kernel gave to another program (pids wrap
+    # around quickly on a busy machine) is never taken for the member.
+    marker: str = ""
 
     @property
     def name(self) -> str:
@@ -71,7 +74,7 @@ class Member:
 
     @property
     def alive(self) -> bool:
-        return is_alive(self.pid, SERVICE_MARKER + self.kind)
+        return is_alive(self.pid, self.marker)
 
 
 class Cluster:
@@ -109,7 +112,8 @@ class Cluster:
         found = []
         for each in kinds:
             for entry in self.state[_plural(each)]:
-                found.append(Member(each, entry["id"], entry["address"], entry["metrics_address"], entry["pid"]))
+                found.append(Member(each, entry["id"], entry["address"], entry["metrics_address"], entry["pid"],
+                                    self.properties_path(each, entry["id"])))
         return found
 
     def member(self, kind: str, member_id: int) -> Member:
@@ -136,12 +140,20 @@ class Cluster:
         if zk["external"]:
             host, port = zk["address"].rsplit(":", 1)
             return zookeeper.is_ready(host, int(port))
-        return is_alive(zk["pid"], zookeeper.MARKER)
+        return is_alive(zk["pid"], self.zookeeper_marker)
+
+    @property
+    def zookeeper_marker(self) -> str:
+        """ZooKeeper's config file, on its command line and no other's."""
+        return os.path.join(self.data_dir, "zookeeper", "zoo.cfg")
 
     # -- processes -----------------------------------------------------------------------------
 
     def member_dir(self, member: Member) -> str:
         return os.path.join(self.data_dir, f"{member.kind}-{member.id}")
+
+    def properties_path(self, kind: str, member_id: int) -> str:
+        return os.path.join(self.data_dir, f"{kind}-{member_id}", f"{kind}.properties")
 
     def log_path(self, member: Member) -> str:
         return os.path.join(self.data_dir, "logs", f"{member.kind}-{member.id}.log")
@@ -162,7 +174,7 @@ class Cluster:
         elif member.kind == "controller":
             settings["controller.id"] = str(member.id)
         settings.update(_applicable(self.state["config"], member.kind))
-        path = os.path.join(directory, f"{member.kind}.properties")
+        path = self.properties_path(member.kind, member.id)
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(f"# {member.name} of the local cluster in {self.data_dir}\n")
             handle.writelines(f"{key}={value}\n" for key, value in settings.items())
@@ -187,7 +199,7 @@ class Cluster:
 
     def wait_member(self, member: Member) -> None:
         assert member.pid is not None
-        wait_serving(member.name, member.address, member.pid, SERVICE_MARKER + member.kind,
+        wait_serving(member.name, member.address, member.pid, member.marker,
                      self.log_path(member))
 
     def start_zookeeper(self) -> None:
@@ -197,7 +209,7 @@ class Cluster:
             if not zookeeper.is_ready(host, int(port)):
                 raise DevError(f"no ZooKeeper answers at {zk['address']} (given with --zookeeper).")
             return
-        if is_alive(zk["pid"], zookeeper.MARKER):
+        if is_alive(zk["pid"], self.zookeeper_marker):
             return
         if port_in_use(host, int(port)):
             raise DevError(
@@ -360,14 +372,14 @@ def down(cluster: Cluster) -> list[str]:
     # Brokers first, while a controller can still answer their controlled shutdown.
     killed = []
     for kinds in (("metadata", "broker"), ("controller",)):
-        pids = [(m.pid, SERVICE_MARKER + m.kind) for m in members if m.kind in kinds and m.pid]
+        pids = [(m.pid, m.marker) for m in members if m.kind in kinds and m.pid]
         killed += stop_processes(pids, grace_s=TERM_WAIT_S_MAX / 2)
     names = [m.name for m in members if m.pid in killed]
     for member in members:
         cluster.record_pid(member, None)
     zk = cluster.state["zookeeper"]
     if not zk["external"] and zk["pid"]:
-        if stop_processes([(zk["pid"], zookeeper.MARKER)], grace_s=10.0):
+        if stop_processes([(zk["pid"], cluster.zookeeper_marker)], grace_s=10.0):
             names.append("zookeeper")
         zk["pid"] = None
         cluster.save()
@@ -428,7 +440,7 @@ def status(cluster: Cluster) -> dict[str, Any]:
 
 def _is_active(member: Member) -> bool:
     """A controller's own word, from its metrics: a paused process cannot answer, so is not active."""
-    if not member.alive or is_stopped(member.pid, SERVICE_MARKER + member.kind):
+    if not member.alive or is_stopped(member.pid, member.marker):
         return False
     return scrape_metric(member.metrics_address, "replog_active_controller_count") == 1.0
 

@@ -12,7 +12,6 @@ ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
 # Optional: gives ZooKeeper's own log lines a destination (otherwise slf4j drops them).
 SLF4J_BINDING = "/usr/share/java/slf4j-simple.jar"
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
-MARKER = "ZooKeeperServerMain"
 READY_WAIT_S_MAX = 30.0
 
 # tickTime 500 ms lets sessions be as short as 1 s (2 ticks), which the failover tests use.
