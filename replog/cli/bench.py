@@ -1,4 +1,4 @@
-"""`replog bench produce|consume|e2e`: throughput and end-to-end latency on a topic of its own.
+"""`replog bench produce|consume|e2e|failover`: throughput, latency and failover time on a topic of its own.
 
 e2e latency is timed from each record's *scheduled* send time at the fixed
 --rate, not from when send() got to it: a producer that falls behind adds its
@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any
 
+from replog.cli.bench_failover import bench_failover
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
 from replog.client import Admin, ClientError, Consumer, NewTopic, Producer, TopicPartition
 
@@ -23,14 +24,16 @@ MiB = 1 << 20
 CHUNK_RECORDS = 10_000  # records per send_many call when no --rate paces them
 E2E_SEND_TICK_S = 0.001
 SCHEDULE = struct.Struct(">q")  # the scheduled send time in a record's first 8 bytes (perf_counter ns)
-DEFAULTS = {"produce": (1_000_000, None), "consume": (1_000_000, None), "e2e": (100_000, 10_000.0)}
+DEFAULTS = {"produce": (1_000_000, None), "consume": (1_000_000, None), "e2e": (100_000, 10_000.0),
+            "failover": (0, None)}
 
 
 def add_commands(commands: Any) -> None:
     parser = commands.add_parser("bench", help="measure throughput and latency",
-                                 description="Measure produce or consume throughput, or end-to-end latency, "
-                                 "on a new topic.")
-    parser.add_argument("kind", choices=["produce", "consume", "e2e"])
+                                 description="Measure produce or consume throughput, end-to-end latency, "
+                                 "or (on a local cluster) how long a broker's partitions have no leader "
+                                 "after it is killed, on a new topic.")
+    parser.add_argument("kind", choices=["produce", "consume", "e2e", "failover"])
     parser.add_argument("--record-size", type=int, default=100, metavar="B", help="value size in bytes (default 100)")
     parser.add_argument("--records", type=int, metavar="N",
                         help="records to send (default 1,000,000; e2e: 100,000)")
@@ -41,6 +44,8 @@ def add_commands(commands: Any) -> None:
     parser.add_argument("--rate", type=float, metavar="R",
                         help="records per second, on a fixed schedule (default: as fast as possible; "
                         "e2e: 10,000)")
+    parser.add_argument("--signal", choices=["KILL", "TERM"], default="KILL",
+                        help="failover: how the broker is stopped (TERM: a controlled shutdown; default KILL)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_cluster_arguments(parser)
     parser.set_defaults(handler=_bench)
@@ -50,7 +55,7 @@ def check_args(args: argparse.Namespace) -> None:
     default_records, default_rate = DEFAULTS[args.kind]
     args.records = default_records if args.records is None else args.records
     args.rate = default_rate if args.rate is None else args.rate
-    if args.records < 1 or args.partitions < 1 or args.record_size < 0:
+    if (args.records < 1 and args.kind != "failover") or args.partitions < 1 or args.record_size < 0:
         raise ClientError("--records and --partitions must be at least 1, --record-size at least 0")
     if args.kind == "e2e" and args.record_size < SCHEDULE.size:
         raise ClientError(f"e2e needs --record-size of at least {SCHEDULE.size} (the send time travels in it)")
@@ -68,6 +73,8 @@ def _bench(args: argparse.Namespace) -> int:
         result = bench_produce(bootstrap, topic, args)
     elif args.kind == "consume":
         result = bench_consume(bootstrap, topic, args)
+    elif args.kind == "failover":
+        result = bench_failover(bootstrap, topic, args)
     else:
         result = bench_e2e(bootstrap, topic, args)
     result.update(kind=args.kind, topic=topic, records=args.records, record_size=args.record_size,
@@ -210,6 +217,10 @@ def _raise_first_failure(results: list) -> None:
 
 
 def summary(result: dict[str, Any]) -> str:
+    if result["kind"] == "failover":
+        return (f"failover: SIG{result['signal']} to broker {result['broker']}, which led "
+                f"{result['leaderships_moved']} of {result['partitions']} partitions: all had a new leader "
+                f"after {result['unavailable_s']} s")
     line = (f"{result['kind']}: {result['records']} records of {result['record_size']} bytes, acks={result['acks']}, "
             f"{result['partitions']} partitions, replication factor {result['replication_factor']}: "
             f"{result['records_per_s']:,.0f} records/s, {result['mb_per_s']:.2f} MiB/s")
