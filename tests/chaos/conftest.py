@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import tempfile
 import time
 import zlib
 
@@ -28,12 +30,14 @@ FULL = os.environ.get("REPLOG_CHAOS") == "1"
 BASE_SEED = int(os.environ.get("REPLOG_CHAOS_SEED") or random.randrange(1 << 31))
 ROWS = pytest.StashKey[list]()
 STARTED = pytest.StashKey[float]()
+KEPT = pytest.StashKey[list]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "chaos: the full fault matrix; runs with `make chaos` (REPLOG_CHAOS=1)")
     config.stash[ROWS] = []
     config.stash[STARTED] = time.monotonic()
+    config.stash[KEPT] = []
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -56,17 +60,27 @@ def requires_netns(netns_available: bool) -> None:
         pytest.skip("cutting a broker off needs network namespaces (root and `ip netns`)")
 
 
-def make_cluster(tmp_path_factory, brokers: int, isolatable: tuple[int, ...] = ()):
-    """A module's cluster: `brokers` brokers, 2 controllers; the listed brokers in namespaces of their own."""
-    cluster = ChaosCluster(str(tmp_path_factory.mktemp("chaos") / "data"), brokers=brokers)
-    cluster.up()
+def make_cluster(request: pytest.FixtureRequest, brokers: int, isolatable: tuple[int, ...] = ()):
+    """A module's cluster: `brokers` brokers, 2 controllers; the listed brokers in namespaces of their own.
+
+    Its directory (logs, data) is removed afterwards unless a test of the module failed; then
+    its path is printed, so that the brokers' logs can be read.
+    """
+    directory = tempfile.mkdtemp(prefix="replog-chaos-")
+    failures_before = request.session.testsfailed
+    cluster = ChaosCluster(os.path.join(directory, "data"), brokers=brokers)
     try:
+        cluster.up()
         if isolatable and namespaces_work():
             for broker in isolatable:
                 cluster.isolatable(broker)
         yield cluster
     finally:
         cluster.down()
+        if request.session.testsfailed == failures_before:
+            shutil.rmtree(directory, ignore_errors=True)
+        else:
+            request.config.stash[KEPT].append(directory)
 
 
 @pytest.fixture
@@ -106,6 +120,8 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     if not rows:
         return
     terminalreporter.section("chaos runs")
+    for directory in config.stash.get(KEPT, []):
+        terminalreporter.write_line(f"kept the data and logs of a cluster whose tests failed: {directory}")
     for report, _, outcome in rows:
         terminalreporter.write_line(f"[{outcome}] {report.summary()}")
     terminalreporter.write_line(results.table(rows))

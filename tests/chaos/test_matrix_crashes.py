@@ -21,8 +21,8 @@ SHUTDOWN_ROUNDS = 3
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    yield from make_cluster(tmp_path_factory, brokers=5)
+def cluster(request):
+    yield from make_cluster(request, brokers=5)
 
 
 def test_leader_clean_shutdowns(cluster, chaos):

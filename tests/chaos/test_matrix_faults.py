@@ -25,8 +25,8 @@ ROUNDS = 2
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    yield from make_cluster(tmp_path_factory, brokers=3, isolatable=(ISOLATABLE,))
+def cluster(request):
+    yield from make_cluster(request, brokers=3, isolatable=(ISOLATABLE,))
 
 
 # -- the network --------------------------------------------------------------------------------

@@ -19,8 +19,8 @@ ISOLATABLE = 3  # the broker that runs in a network namespace of its own
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    yield from make_cluster(tmp_path_factory, brokers=3, isolatable=(ISOLATABLE,))
+def cluster(request):
+    yield from make_cluster(request, brokers=3, isolatable=(ISOLATABLE,))
 
 
 def assert_safe(report) -> None:
