@@ -659,6 +659,9 @@ class MetadataStore:
                 f"({type(results[0]).__name__}): another controller was elected")
         return results
 
+    async def exists(self, path: str) -> bool:
+        return await self._version_of(path) is not None
+
     async def _version_of(self, path: str) -> int | None:
         stat = await self._call(self._zk.exists_async, path)
         return stat.version if stat else None
@@ -704,7 +707,10 @@ class MetadataStore:
             self._dispatch_value(handler, Watched(value, stat.czxid, stat.mzxid))
             return True
 
-        self._zk.DataWatch(path, on_data)
+        # kazoo reads the znode once in DataWatch's constructor: do that off the loop, which may be
+        # setting up thousands of watches at once (a topic's partition states).
+        assert self._loop is not None
+        self._loop.run_in_executor(None, self._zk.DataWatch, path, on_data)
         return watch
 
     def _dispatch_value(self, handler: Callable[[Any], None], value: Any) -> None:
