@@ -35,6 +35,7 @@ CLUSTER_CONFIG = {
 SESSION_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000
 FAILOVER_S_MAX = SESSION_TIMEOUT_S + 20
 RECOVERY_S_MAX = 60.0
+STARTING_S_MAX = 30.0
 
 
 class ChaosError(AssertionError):
@@ -131,10 +132,11 @@ class ChaosCluster:
     def start(self, kind: str, member_id: int) -> None:
         """`replog dev start`, inside the broker's namespace if it has one.
 
-        `dev start` has been seen to report a process "exited while starting" that went on
-        to serve (under heavy load from other test suites); such a start is waited out
-        here, and one that really exited is started once more. Both are counted in
-        `start_retries` and said on stderr, so that they are not mistaken for replication faults.
+        Under heavy load `dev start` can report a process "exited while starting" that
+        goes on to serve: it looks at /proc/PID/cmdline right after spawning, and that is
+        empty until the kernel has finished exec'ing the new program. Such a start is
+        waited out here (and a process that really exited is started once more); both
+        are counted in `start_retries` and said on stderr, never taken for replication faults.
         """
         namespace = self.namespaces.get(member_id) if kind == "broker" else None
         prefix = tuple(namespace.exec_prefix()) if namespace else ()
@@ -144,11 +146,14 @@ class ChaosCluster:
             if "exited while starting" not in str(error):
                 raise
             self.start_retries += 1
-            print(f"chaos: `dev start {kind} {member_id}` said: {error}; alive: "
-                  f"{self.alive(kind, member_id)}", file=sys.stderr)
-            if not self.alive(kind, member_id):
+            print(f"chaos: `dev start {kind} {member_id}` said it exited while starting; waiting for it",
+                  file=sys.stderr)
+            try:
+                wait_for(lambda: self._serving(kind, member_id), STARTING_S_MAX, f"{kind} {member_id} to serve")
+            except ChaosError:
+                if self.alive(kind, member_id):
+                    raise
                 self.replog("dev", "start", kind, str(member_id), prefix=prefix)
-            wait_for(lambda: self._serving(kind, member_id), FAILOVER_S_MAX, f"{kind} {member_id} to serve")
 
     def _serving(self, kind: str, member_id: int) -> bool:
         from replog.dev.processes import health_status
