@@ -44,6 +44,8 @@ T = TypeVar("T")
 # ZooKeeper refuses requests above jute.maxbuffer (1 MiB by default); a partition state
 # write is about 200 bytes, so this many operations keep a multi far below it.
 MULTI_OPS_MAX = 1000
+# After a failed watch read (connection lost), wait this long before reading again.
+WATCH_RETRY_S = 0.2
 
 
 class StoreError(Exception):
@@ -201,6 +203,7 @@ class MetadataStore:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session_lost_handlers: list[Callable[[], None]] = []
         self._session_restored_handlers: list[Callable[[], None]] = []
+        self._data_watches: list[tuple[Watch, Callable[[], None]]] = []
         self._lost = False
 
     # -- session --------------------------------------------------------------------------
@@ -260,6 +263,7 @@ class MetadataStore:
             self._dispatch(self._session_lost_handlers)
         elif state == KazooState.CONNECTED and self._lost:
             self._lost = False
+            self._rearm_data_watches()
             self._dispatch(self._session_restored_handlers)
 
     def _dispatch(self, handlers: list[Callable[[], None]]) -> None:
@@ -690,28 +694,61 @@ class MetadataStore:
     def _watch_data(
         self, path: str, decode: Callable[[bytes], T], handler: Callable[[Watched[T] | None], None]
     ) -> Watch:
+        """Call handler on the loop with the znode's value now and after every change (None: absent).
+
+        Each change costs one asynchronous read, and kazoo pipelines them on the
+        connection: a burst of changes (an election over a thousand partitions)
+        is read back in one round of requests, not one round trip after another.
+        """
         watch = Watch()
 
-        # kazoo's thread. Returning False ends the watch.
-        def on_data(data: bytes | None, stat: Any, _event: Any = None) -> bool:
+        # Everything below runs on kazoo's threads and never blocks.
+        def arm(_event: Any = None) -> None:
+            if not watch.cancelled:
+                self._zk.get_async(path, watch=arm).rawlink(on_read)
+
+        def on_read(result: Any) -> None:
             if watch.cancelled:
-                return False
-            if data is None or stat is None:
+                return
+            try:
+                data, stat = result.get_nowait()
+            except NoNodeError:
                 self._dispatch_value(handler, None)
-                return True
+                self._zk.exists_async(path, watch=arm).rawlink(on_exists)
+                return
+            except Exception:  # connection loss: the read is tried again once reconnected
+                self._retry_soon(arm)
+                return
             try:
                 value = decode(data)
             except RecordError as error:
                 log.error("ignoring %s: %s", path, error)
-                return True
+                return
             self._dispatch_value(handler, Watched(value, stat.czxid, stat.mzxid))
-            return True
 
-        # kazoo reads the znode once in DataWatch's constructor: do that off the loop, which may be
-        # setting up thousands of watches at once (a topic's partition states).
-        assert self._loop is not None
-        self._loop.run_in_executor(None, self._zk.DataWatch, path, on_data)
+        def on_exists(result: Any) -> None:
+            try:
+                stat = result.get_nowait()
+            except Exception:
+                self._retry_soon(arm)
+                return
+            if stat is not None:
+                arm()  # created between the read and the existence check
+
+        self._data_watches.append((watch, arm))
+        arm()
         return watch
+
+    def _retry_soon(self, arm: Callable[[], None]) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(loop.call_later, WATCH_RETRY_S, arm)
+
+    def _rearm_data_watches(self) -> None:
+        """A new session has none of the old one's watches: set every live one again."""
+        self._data_watches = [(watch, arm) for watch, arm in self._data_watches if not watch.cancelled]
+        for _, arm in self._data_watches:
+            arm()
 
     def _dispatch_value(self, handler: Callable[[Any], None], value: Any) -> None:
         loop = self._loop
