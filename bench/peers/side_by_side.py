@@ -47,11 +47,11 @@ class Case:
 
 
 CASES = [
-    Case("1 KB records, acks=all", "produce", 1024, 100_000),
-    Case("100 B records, acks=all", "produce", 100, 300_000),
+    Case("1 KB records, acks=all", "produce", 1024, 50_000),
+    Case("100 B records, acks=all", "produce", 100, 100_000),
     Case("100 B records in ~1 MB batches, acks=all", "batched", 100, 1_000_000),
-    Case("consume 100 B records from the start", "consume", 100, 300_000),
-    Case("end-to-end latency, 100 B at 5,000 records/s", "e2e", 100, 20_000, 5_000.0),
+    Case("consume 100 B records from the start", "consume", 100, 100_000),
+    Case("end-to-end latency, 100 B at 5,000 records/s", "e2e", 100, 15_000, 5_000.0),
 ]
 
 
