@@ -19,6 +19,7 @@ from replog.dev.processes import send_signal, wait_until
 
 POLL_INTERVAL_S = 0.02
 MOVE_WAIT_S_MAX = 120.0
+SETTLE_WAIT_S_MAX = 300.0
 EXIT_WAIT_S_MAX = 60.0
 
 
@@ -29,6 +30,9 @@ def bench_failover(bootstrap: str, topic: str, args: argparse.Namespace) -> dict
     except DevError as error:
         raise ClientError(f"bench failover stops a broker of a local cluster: {error}") from None
     with Admin(bootstrap) as admin:
+        # Measure a settled cluster: every replica open and in sync, as before a rolling restart.
+        if not wait_until(lambda: _in_sync(admin, topic), SETTLE_WAIT_S_MAX):
+            raise ClientError(f"{topic}'s replicas did not all join the ISR within {SETTLE_WAIT_S_MAX:g} s")
         led = _leaders(admin, topic)
         victim, count = Counter(led.values()).most_common(1)[0]
         member = cluster.member("broker", victim)
@@ -51,6 +55,11 @@ def bench_failover(bootstrap: str, topic: str, args: argparse.Namespace) -> dict
 def _leaders(admin: Admin, topic: str) -> dict[int, int]:
     (description,) = admin.describe_topics([topic])
     return {p.partition: p.leader for p in description.partitions}
+
+
+def _in_sync(admin: Admin, topic: str) -> bool:
+    (description,) = admin.describe_topics([topic])
+    return all(set(p.isr) == set(p.replicas) for p in description.partitions)
 
 
 def _moved(admin: Admin, topic: str, partitions: set[int], old_leader: int) -> bool:

@@ -354,7 +354,7 @@ def _ports(base_port: int, count: int) -> Iterable[int]:
     if base_port == 0:
         chosen: set[int] = set()
         while len(chosen) < count:
-            chosen.add(free_port(HOST))
+            chosen.add(free_port(HOST, chosen))
         yield from sorted(chosen)
         return
     for port in range(base_port, base_port + count):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -109,10 +110,29 @@ def port_in_use(host: str, port: int) -> bool:
     return False
 
 
-def free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
+# Listening ports are picked below the kernel's ephemeral range: a port from that range can be
+# taken by any outgoing connection while its process is down, and a restart would then fail.
+LISTEN_PORT_MIN = 20_000
+EPHEMERAL_RANGE_FILE = "/proc/sys/net/ipv4/ip_local_port_range"
+
+
+def free_port(host: str, taken: set[int] = frozenset()) -> int:
+    """A free port below the ephemeral range, not in `taken`, starting from a random place."""
+    low = _ephemeral_port_min()
+    candidates = list(range(LISTEN_PORT_MIN, low))
+    start = random.randrange(len(candidates))
+    for port in candidates[start:] + candidates[:start]:
+        if port not in taken and not port_in_use(host, port):
+            return port
+    raise DevError(f"no free port between {LISTEN_PORT_MIN} and {low - 1} on {host}; choose a --base-port.")
+
+
+def _ephemeral_port_min() -> int:
+    try:
+        with open(EPHEMERAL_RANGE_FILE, encoding="ascii") as handle:
+            return int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
 
 
 def health_status(address: str, timeout_s: float = 1.0) -> str:

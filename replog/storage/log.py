@@ -98,16 +98,21 @@ class PartitionLog:
         path.mkdir(parents=True, exist_ok=True)
         clean_shutdown = path / CLEAN_SHUTDOWN
         segments = _load_segments(path, config, recovery_point, now_ms, clean_shutdown=clean_shutdown.exists())
-        if not segments:
+        created = not segments
+        if created:
             segments = [LogSegment.create(path, log_start_offset, config, now_ms)]
         # From here on a crash is not a clean shutdown any more.
         clean_shutdown.unlink(missing_ok=True)
-        fsync_directory(path)
         log = cls(path, config, segments, now_ms)
         log._log_start_offset = min(max(log_start_offset, segments[0].base_offset), log.log_end_offset)
         log._recovery_point = min(max(recovery_point, segments[0].base_offset), log.log_end_offset)
-        # Recovered bytes may still sit only in the page cache of a process that died.
-        log.flush()
+        if not created:
+            # Recovered bytes may still sit only in the page cache of a process that died. A new,
+            # empty log has nothing to lose: a crash before its first flush leaves at most an empty
+            # directory, which opens as a new log again (no fsyncs: a broker creating a thousand
+            # partitions would otherwise spend seconds on them).
+            fsync_directory(path)
+            log.flush()
         return log
 
     def close(self, *, flush: bool = True) -> None:

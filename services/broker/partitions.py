@@ -150,7 +150,6 @@ class Partitions:
         elif error != ErrorCode.NONE:
             log.warning("%s-%d: LeaderAndIsr at leader epoch %d refused: %s", topic, partition,
                         state.leader_epoch, error.name)
-        self._update_gauges()
         return error
 
     def stop_replica(self, topic: str, partition: int, delete: bool) -> ErrorCode:
@@ -164,7 +163,6 @@ class Partitions:
         if delete:
             shutil.rmtree(driver.log.directory, ignore_errors=True)
         log.info("%s stopped%s", driver.name, " and its log deleted" if delete else "")
-        self._update_gauges()
         return ErrorCode.NONE
 
     def _open(self, topic: str, partition: int, now: int) -> PartitionDriver:
