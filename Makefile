@@ -53,7 +53,7 @@ test: setup
 test-fast: setup
 	@$(PY) -m pytest -q -m "not slow" tests
 
-# The whole chaos matrix on real clusters (about 12 minutes; tests/chaos). Cutting brokers off
+# The whole chaos matrix on real clusters (about 10 minutes; tests/chaos). Cutting brokers off
 # needs root for network namespaces; without it those scenarios are skipped. Rewrites the results
 # table in docs/RELIABILITY.md.
 chaos: setup
