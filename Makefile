@@ -64,7 +64,7 @@ bench: setup
 	@command -v nats-server >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nats-server >/dev/null; }
-	@$(PY) -c "import nats" 2>/dev/null || $(PY) -m pip install -q nats-py
+	@$(PY) -c "import nats" 2>/dev/null || $(PY) -m pip install -q -e '.[dev,bench]'
 	$(PY) bench/peers/side_by_side.py
 
 clean:

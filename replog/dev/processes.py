@@ -42,7 +42,9 @@ def process_state(pid: int | None, marker: str) -> str | None:
     """The kernel's state letter of a live process whose command line contains marker.
 
     None when there is no such process (exited, a zombie, or the pid now belongs
-    to an unrelated program).
+    to an unrelated program). A child of ours whose command line is still empty
+    counts as live: the kernel lets the parent go on before it has finished
+    setting up the new program's arguments.
     """
     if not pid:
         return None
@@ -53,8 +55,11 @@ def process_state(pid: int | None, marker: str) -> str | None:
             stat = handle.read().decode(errors="replace")
     except OSError:
         return None
-    state = stat.rsplit(")", 1)[1].split()[0]
-    if state in ("Z", "X") or marker not in cmdline:
+    fields = stat.rsplit(")", 1)[1].split()
+    state, parent = fields[0], int(fields[1])
+    if state in ("Z", "X"):
+        return None
+    if marker not in cmdline and not (not cmdline.strip() and parent == os.getpid()):
         return None
     return state
 
