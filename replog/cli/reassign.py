@@ -50,11 +50,14 @@ def _reassign(args: argparse.Namespace) -> int:
     partition = TopicPartition(args.topic, args.partition)
     with Admin(bootstrap_address(args)) as admin:
         before = _partition(admin, partition)
+        prior = admin.list_partition_reassignments([partition]).get(partition)
         admin.alter_partition_reassignments({partition: None if args.cancel else args.replicas})
         ongoing = admin.list_partition_reassignments([partition]).get(partition)
         if args.cancel:
-            print(f"Cancelled the reassignment of {partition}: its replicas are "
-                  f"{_ids(_partition(admin, partition).replicas)} again.")
+            # A cancel puts back the replicas the partition had before: what it has less what it was
+            # adding (read from the controller now; the metadata service may not show it yet).
+            original = [r for r in prior.replicas if r not in prior.adding_replicas] if prior else before.replicas
+            print(f"Cancelled the reassignment of {partition}: its replicas are {_ids(original)} again.")
         elif ongoing is None:
             print(f"Reassignment of {partition} to {_ids(args.replicas)} is complete.")
         else:
