@@ -40,6 +40,11 @@ demo: setup
 	$(REPLOG) dev up --brokers 3 --controllers 2 --data-dir $(DEMO_DIR)
 	$(REPLOG) dev status --data-dir $(DEMO_DIR)
 	$(PY) -m replog.dev.tour --data-dir $(DEMO_DIR)
+	@echo; echo "4. A topic replicated three ways, written with acks=all and read back:"
+	$(REPLOG) topics create demo --partitions 3 --replication-factor 3 --config min.insync.replicas=2 --if-not-exists --data-dir $(DEMO_DIR)
+	seq 1 5 | $(REPLOG) produce demo --acks all --report-offsets --data-dir $(DEMO_DIR)
+	$(REPLOG) consume demo --from-beginning --max-messages 5 --timeout-ms 10000 --print-offsets --data-dir $(DEMO_DIR)
+	$(REPLOG) topics describe demo --data-dir $(DEMO_DIR)
 	@echo "The cluster keeps running; stop it with: $(REPLOG) dev down --data-dir $(DEMO_DIR)"
 
 down: setup
