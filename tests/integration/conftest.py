@@ -1,5 +1,6 @@
 import pytest
 
+from replog.client import Admin
 from tests.integration.cluster import LocalCluster
 
 
@@ -18,3 +19,15 @@ def new_cluster(tmp_path):
     local = LocalCluster(str(tmp_path / "data"))
     yield local
     local.down()
+
+
+@pytest.fixture(scope="module")
+def bootstrap(cluster):
+    """The address of the module's cluster's metadata service, where clients start."""
+    return cluster.status()["metadata"][0]["address"]
+
+
+@pytest.fixture(scope="module")
+def admin(bootstrap):
+    with Admin(bootstrap) as client:
+        yield client

@@ -6,7 +6,6 @@ import time
 import pytest
 
 from replog.client import (
-    Admin,
     AdminError,
     Consumer,
     LogTruncationError,
@@ -23,17 +22,6 @@ pytestmark = pytest.mark.slow
 
 SESSION_TIMEOUT_S = 6.0  # replog dev's zookeeper.session.timeout.ms
 FAILOVER_S_MAX = SESSION_TIMEOUT_S + 20
-
-
-@pytest.fixture(scope="module")
-def bootstrap(cluster):
-    return cluster.status()["metadata"][0]["address"]
-
-
-@pytest.fixture(scope="module")
-def admin(bootstrap):
-    with Admin(bootstrap) as client:
-        yield client
 
 
 def create(admin, name, partitions=3, replication_factor=3, **configs):

@@ -5,7 +5,6 @@ import time
 import pytest
 
 from replog.client import (
-    Admin,
     ClientError,
     Consumer,
     NewTopic,
@@ -17,17 +16,6 @@ from replog.client import (
 pytestmark = pytest.mark.slow
 
 POLL_TIMEOUT_S = 30
-
-
-@pytest.fixture(scope="module")
-def bootstrap(cluster):
-    return cluster.status()["metadata"][0]["address"]
-
-
-@pytest.fixture(scope="module")
-def admin(bootstrap):
-    with Admin(bootstrap) as client:
-        yield client
 
 
 def create(admin, name, partitions=1):

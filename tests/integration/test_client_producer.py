@@ -8,7 +8,6 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from replog.client import (
-    Admin,
     ClientError,
     ClientTimeoutError,
     Consumer,
@@ -25,17 +24,6 @@ pytestmark = pytest.mark.slow
 
 PAUSED_BROKER = 3
 DEADLINE_MARGIN_S = 2.0  # the producer's gRPC deadline is request_timeout_ms plus this
-
-
-@pytest.fixture(scope="module")
-def bootstrap(cluster):
-    return cluster.status()["metadata"][0]["address"]
-
-
-@pytest.fixture(scope="module")
-def admin(bootstrap):
-    with Admin(bootstrap) as client:
-        yield client
 
 
 def create(admin, name, partitions=1, **configs):

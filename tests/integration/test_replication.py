@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from replog.client import Admin, Consumer, NewTopic, ProduceError, Producer, TopicPartition
+from replog.client import Consumer, NewTopic, ProduceError, Producer, TopicPartition
 from tests.integration.cluster import wait_for
 from tests.integration.replicas import log_bytes_below
 
@@ -16,18 +16,6 @@ pytestmark = pytest.mark.slow
 
 SESSION_TIMEOUT_S = 6.0  # replog dev's zookeeper.session.timeout.ms
 LAG_TIME_S = 10.0  # replog dev's replica.lag.time.max.ms
-
-
-@pytest.fixture(scope="module")
-def bootstrap(cluster):
-    return cluster.status()["metadata"][0]["address"]
-
-
-@pytest.fixture(scope="module")
-def admin(bootstrap):
-    client = Admin(bootstrap)
-    yield client
-    client.close()
 
 
 def create_topic(admin, name, partitions=1):
