@@ -21,7 +21,7 @@ $(APT_STAMP):
 	fi
 	@mkdir -p $(VENV) && touch $@
 
-$(STAMP): pyproject.toml setup.py | $(APT_STAMP)
+$(STAMP): pyproject.toml setup.py replog/protocol/_records.c | $(APT_STAMP)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

@@ -1,6 +1,6 @@
 """Packaging glue: the services live in services/<name>/ but import as replog.<name>."""
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 SERVICES = ("broker", "controller", "metadata")
 
@@ -20,4 +20,6 @@ packages, package_dir = service_packages()
 setup(
     packages=find_packages(include=["replog", "replog.*"]) + packages,
     package_dir=package_dir,
+    # The consumer's record decoder in C; optional: without a compiler the Python one serves.
+    ext_modules=[Extension("replog.protocol._records", ["replog/protocol/_records.c"], optional=True)],
 )

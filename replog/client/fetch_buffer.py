@@ -16,62 +16,58 @@ from replog.client.errors import ClientError, FetchError
 from replog.client.fetch_state import Assignment, State
 from replog.client.types import ConsumerRecord, TopicPartition
 from replog.core.errors import ErrorCode
-from replog.protocol import CorruptBatchError, iter_batches
+from replog.protocol import CorruptBatchError, decode_body, iter_headers
 from replog.protocol.header import read_header
 from replog.protocol.layout import HEADER_SIZE, LOG_OVERHEAD
 
-_new_record = tuple.__new__
 _offset_of = operator.attrgetter("offset")
 
 
 class CompletedFetch:
     """One partition's records from one fetch answer, decoded batch by batch as poll() asks."""
 
-    __slots__ = ("tp", "generation", "_batches", "_batch", "_index", "exhausted")
+    __slots__ = ("tp", "generation", "_view", "_headers", "_records", "_next_offset", "_index", "exhausted")
 
     def __init__(self, tp: TopicPartition, generation: int, records: bytes) -> None:
         self.tp = tp
         self.generation = generation
-        self._batches = iter_batches(records)
-        self._batch = None
+        self._view = memoryview(records)
+        self._headers = iter_headers(self._view)
+        self._records: list[ConsumerRecord] | None = None  # the batch being taken, decoded
+        self._next_offset = 0  # the offset after that batch
         self._index = 0
         self.exhausted = False
 
     def take(self, out: list, limit: int, position: int) -> tuple[int, int]:
         """Append up to `limit` records at or after `position` to out; returns (next position, last epoch)."""
-        topic, partition = self.tp
         last_epoch = -1
         while limit > 0:
-            batch = self._batch
-            if batch is None:
-                batch = self._batch = next(self._batches, None)
-                self._index = 0
-                if batch is None:
+            records = self._records
+            if records is None:
+                header = next(self._headers, None)
+                if header is None:
                     self.exhausted = True
                     break
-            if batch.is_control or batch.next_offset <= position:
-                position = max(position, batch.next_offset)
-                self._batch = None
-                continue
-            records = batch.records
-            epoch = batch.partition_leader_epoch
+                if header.is_control or header.next_offset <= position:
+                    position = max(position, header.next_offset)
+                    continue
+                epoch = header.partition_leader_epoch
+                records = self._records = decode_body(self._view, header, ConsumerRecord, self.tp, (epoch,))
+                self._index = 0
+                self._next_offset = header.next_offset
             start = self._index
             if start < len(records) and records[start].offset < position:
                 start = bisect.bisect_left(records, position, lo=start, key=_offset_of)
             end = min(len(records), start + limit)
             if start < end:
-                out += [
-                    _new_record(ConsumerRecord, (topic, partition, record.offset, record.timestamp, record.key,
-                                                 record.value, record.headers, epoch))
-                    for record in records[start:end]
-                ]
+                out += records[start:end] if start or end < len(records) else records
                 limit -= end - start
                 position = records[end - 1].offset + 1
-                last_epoch = epoch
+                last_epoch = records[end - 1].leader_epoch
             self._index = end
             if end >= len(records):
-                position = max(position, batch.next_offset)
-                self._batch = None
+                position = max(position, self._next_offset)
+                self._records = None
         return position, last_epoch
 
 

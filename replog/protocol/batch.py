@@ -44,8 +44,10 @@ __all__ = [
     "Record",
     "ValidationResult",
     "decode_batch",
+    "decode_body",
     "encode_batch",
     "iter_batches",
+    "iter_headers",
     "iter_records",
     "read_header",
     "stamp_batches",
@@ -141,32 +143,36 @@ def decode_batch(buf, pos: int = 0) -> DecodedBatch:
     Raises CorruptBatchError, and nothing else, when the bytes are not a sound batch.
     """
     view = byte_view(buf)
-    checked = check_batch(view, pos, _NO_SIZE_LIMIT, walk=False)
-    if isinstance(checked, Problem):
-        raise CorruptBatchError(pos, checked.reason)
+    return _decoded(view, _checked_header(view, pos))
+
+
+def decode_body(buf, header: BatchHeader, record_type: type[tuple] = Record, prefix: tuple = (),
+                suffix: tuple = ()) -> list:
+    """The records of a checked batch, as `record_type` tuples of prefix + a Record's fields + suffix.
+
+    Raises CorruptBatchError when the records section is not sound.
+    """
+    payload = buf[header.position + RECORDS_OFFSET : header.end]
     try:
-        records = _decode_body(view, checked)
+        data = bytes(payload) if header.compression_id == Compression.NONE else decompress(header.compression, payload)
+        if header.records_count * RECORD_SIZE_MIN > len(data):
+            raise ValueError(f"{header.records_count} records cannot fit in {len(data)} bytes")
+        timestamp_override = header.max_timestamp if header.is_log_append_time else None
+        return decode_records(data, header.records_count, header.base_offset, header.base_timestamp,
+                              timestamp_override, record_type, prefix, suffix)
     except IndexError as exc:
-        raise CorruptBatchError(pos, f"batch at byte {pos}: the records end in the middle of a record") from exc
+        raise CorruptBatchError(header.position, f"batch at byte {header.position}: the records end in the middle "
+                                "of a record") from exc
     except ValueError as exc:
-        raise CorruptBatchError(pos, f"batch at byte {pos}: {exc}") from exc
-    return DecodedBatch(pos, *HEADER.unpack_from(view, pos), records)
+        raise CorruptBatchError(header.position, f"batch at byte {header.position}: {exc}") from exc
 
 
-def _decode_body(view: memoryview, header: BatchHeader) -> list[Record]:
-    payload = view[header.position + RECORDS_OFFSET : header.end]
-    data = bytes(payload) if header.compression_id == Compression.NONE else decompress(header.compression, payload)
-    if header.records_count * RECORD_SIZE_MIN > len(data):
-        raise ValueError(f"{header.records_count} records cannot fit in {len(data)} bytes")
-    timestamp_override = header.max_timestamp if header.is_log_append_time else None
-    return decode_records(data, header.records_count, header.base_offset, header.base_timestamp, timestamp_override)
-
-
-def iter_batches(buf) -> Iterator[DecodedBatch]:
-    """Decode batch after batch; stop quietly at a trailing partial batch.
+def iter_headers(buf) -> Iterator[BatchHeader]:
+    """The checked header of each whole batch; stop quietly at a trailing partial batch.
 
     A fetch response cut at its byte limit may end inside a batch, as Kafka's
     may; the consumer fetches the rest from that batch's offset next time.
+    Raises CorruptBatchError at the first batch that is not sound.
     """
     view = byte_view(buf)
     pos = 0
@@ -174,9 +180,27 @@ def iter_batches(buf) -> Iterator[DecodedBatch]:
         batch_length = int.from_bytes(view[pos + LOG_OVERHEAD - 4 : pos + LOG_OVERHEAD], "big", signed=True)
         if pos + LOG_OVERHEAD + batch_length > len(view):
             return
-        batch = decode_batch(view, pos)
-        yield batch
-        pos = batch.end
+        header = _checked_header(view, pos)
+        yield header
+        pos = header.end
+
+
+def iter_batches(buf) -> Iterator[DecodedBatch]:
+    """Decode batch after batch; stop quietly at a trailing partial batch (see `iter_headers`)."""
+    view = byte_view(buf)
+    for header in iter_headers(view):
+        yield _decoded(view, header)
+
+
+def _checked_header(view: memoryview, pos: int) -> BatchHeader:
+    checked = check_batch(view, pos, _NO_SIZE_LIMIT, walk=False)
+    if isinstance(checked, Problem):
+        raise CorruptBatchError(pos, checked.reason)
+    return checked
+
+
+def _decoded(view: memoryview, header: BatchHeader) -> DecodedBatch:
+    return DecodedBatch(header.position, *HEADER.unpack_from(view, header.position), decode_body(view, header))
 
 
 def iter_records(buf) -> Iterator[Record]:

@@ -1,15 +1,25 @@
 """The records section of a batch (after decompression) back into `Record`s.
 
-`decode_records` is the consumer's hot path and is written out by hand: most
-varints in a record take one or two bytes, so each is read inline through the
-`UNZIGZAG` table and only longer ones cost a call to `read_varint`. Malformed
-input raises ValueError or IndexError; the batch decoder turns those into
-CorruptBatchError with the batch's position.
+`decode_records` is the consumer's hot path. The compiled fast path
+(`_records.c`, built with the package where a C compiler is present) decodes
+the common, well-formed case; whatever it declines, and everything where it is
+not built, goes through `decode_records_python`. That one is the reference: it
+is written out by hand because most varints in a record take one or two bytes,
+so each is read inline through the `UNZIGZAG` table and only longer ones cost a
+call to `read_varint`. Malformed input raises ValueError or IndexError; the
+batch decoder turns those into CorruptBatchError with the batch's position.
 """
 
 from replog.protocol.layout import RECORD_SIZE_MIN
 from replog.protocol.records import Record, make_record
 from replog.protocol.varint import UNZIGZAG, VARINT_BYTES_MAX, read_varint
+
+try:
+    from replog.protocol._records import decode_records as _decode_compiled
+except ImportError:  # installed without a C compiler: the Python decoder serves alone
+    _decode_compiled = None
+
+_new_tuple = tuple.__new__
 
 # A record after its length field: attributes, timestampDelta, offsetDelta,
 # keyLength, valueLength and headers count take at least one byte each.
@@ -24,12 +34,36 @@ def decode_records(
     base_offset: int,
     base_timestamp: int,
     timestamp_override: int | None,
-) -> list[Record]:
+    record_type: type[tuple] = Record,
+    prefix: tuple = (),
+    suffix: tuple = (),
+) -> list:
     """Decode `count` records filling `data` exactly.
 
     `timestamp_override` is the batch's maxTimestamp for LogAppendTime batches:
-    Kafka then gives every record the broker's append time.
+    Kafka then gives every record the broker's append time. Each record comes
+    out as a `record_type` tuple of prefix + a Record's fields + suffix, so
+    that a consumer builds its own record type in one step.
     """
+    if _decode_compiled is not None:
+        records = _decode_compiled(data, count, base_offset, base_timestamp, timestamp_override, record_type,
+                                   prefix, suffix)
+        if records is not None:
+            return records
+    records = decode_records_python(data, count, base_offset, base_timestamp, timestamp_override)
+    if record_type is Record and not prefix and not suffix:
+        return records
+    return [_new_tuple(record_type, prefix + record + suffix) for record in records]
+
+
+def decode_records_python(
+    data: bytes,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    timestamp_override: int | None,
+) -> list[Record]:
+    """`decode_records` in Python: the reference for the compiled path, and where it declines."""
     zz = UNZIGZAG
     records: list[Record] = []
     append = records.append

@@ -1,10 +1,9 @@
 """One record as clients see it: absolute offset and timestamp, key, value, headers."""
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
     offset: int
     timestamp: int
     key: bytes | None
@@ -12,25 +11,9 @@ class Record:
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
-_new = object.__new__
-_set_offset = Record.offset.__set__
-_set_timestamp = Record.timestamp.__set__
-_set_key = Record.key.__set__
-_set_value = Record.value.__set__
-_set_headers = Record.headers.__set__
+_new_tuple = tuple.__new__
 
 
 def make_record(offset: int, timestamp: int, key, value, headers) -> Record:
-    """Build a Record for the decoder, a third of the cost of `Record(...)`.
-
-    A frozen dataclass's __init__ goes through object.__setattr__ by name for
-    each field; writing the slots through their descriptors skips that, and
-    the decoder builds one Record per record it reads.
-    """
-    record = _new(Record)
-    _set_offset(record, offset)
-    _set_timestamp(record, timestamp)
-    _set_key(record, key)
-    _set_value(record, value)
-    _set_headers(record, headers)
-    return record
+    """Build a Record for the decoder without the keyword handling of `Record(...)`."""
+    return _new_tuple(Record, (offset, timestamp, key, value, headers))

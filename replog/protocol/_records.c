@@ -1,0 +1,242 @@
+/*
+ * The consumer's hot path in C: the records section of an uncompressed batch
+ * back into record tuples, for the common shape of input. Each record becomes
+ * a `record_type` tuple: the fields of `prefix`, then offset, timestamp, key,
+ * value and headers, then the fields of `suffix` (the consumer builds its
+ * ConsumerRecords so, with the topic and partition before and the leader epoch
+ * after, without a second tuple per record).
+ *
+ * `decode_records` here accepts only what it can decode exactly as the Python
+ * decoder in record_decoding.py does: well-formed records whose varints fit
+ * 64 bits and whose fields stay inside the data. For anything else it returns
+ * None and the caller runs the Python decoder, which either decodes the exotic
+ * input or raises the error that says what is wrong. So this module never
+ * decides what is valid; it only makes the valid common case fast.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#define VARINT_BYTES_MAX 5  /* a 32-bit field: 5 groups of 7 bits, as the Python decoder allows */
+#define VARLONG_FAST_BYTES_MAX 9  /* 63 bits: a timestamp delta that surely fits an int64 */
+#define NULL_BYTE 0x01  /* the one-byte varint -1 */
+#define RECORD_FIELDS 5  /* offset, timestamp, key, value, headers */
+
+typedef struct {
+    PyTypeObject *type;
+    PyObject *prefix;  /* a tuple */
+    PyObject *suffix;  /* a tuple */
+    PyObject *empty;  /* (): the headers of most records */
+} Shape;
+
+typedef struct {
+    const uint8_t *data;
+    Py_ssize_t size;
+    Py_ssize_t pos;
+} Reader;
+
+/* A zig-zag varint of at most bytes_max bytes; 0 when it is cut short or too long. */
+static int read_varint(Reader *r, int bytes_max, int64_t *out) {
+    uint64_t raw = 0;
+    for (int i = 0; i < bytes_max; i++) {
+        if (r->pos >= r->size) {
+            return 0;
+        }
+        uint8_t b = r->data[r->pos++];
+        raw |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (b < 0x80) {
+            *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A length-prefixed byte field: a new bytes object, Py_None for length -1,
+ * NULL without an exception when the input is outside the fast path, NULL
+ * with an exception when memory ran out. */
+static PyObject *read_bytes(Reader *r) {
+    int64_t size;
+    if (!read_varint(r, VARINT_BYTES_MAX, &size) || size < -1 || size > r->size - r->pos) {
+        return NULL;
+    }
+    if (size == -1) {
+        Py_RETURN_NONE;
+    }
+    PyObject *field = PyBytes_FromStringAndSize((const char *)r->data + r->pos, (Py_ssize_t)size);
+    r->pos += (Py_ssize_t)size;
+    return field;
+}
+
+/* The headers of one record as a tuple of (str, bytes | None); NULL as read_bytes. */
+static PyObject *read_headers(Reader *r, Py_ssize_t record_end) {
+    int64_t count;
+    if (!read_varint(r, VARINT_BYTES_MAX, &count) || count < 0 || count * 2 > record_end - r->pos) {
+        return NULL;
+    }
+    PyObject *headers = PyTuple_New((Py_ssize_t)count);
+    if (headers == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < (Py_ssize_t)count; i++) {
+        PyObject *raw_key = read_bytes(r);
+        if (raw_key == NULL || raw_key == Py_None) {
+            Py_XDECREF(raw_key);
+            Py_DECREF(headers);
+            return NULL;
+        }
+        PyObject *key = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(raw_key), PyBytes_GET_SIZE(raw_key), NULL);
+        Py_DECREF(raw_key);
+        if (key == NULL) {
+            PyErr_Clear();  /* not UTF-8: the Python decoder says so */
+            Py_DECREF(headers);
+            return NULL;
+        }
+        PyObject *value = read_bytes(r);
+        if (value == NULL) {
+            Py_DECREF(key);
+            Py_DECREF(headers);
+            return NULL;
+        }
+        PyObject *pair = PyTuple_Pack(2, key, value);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (pair == NULL) {
+            Py_DECREF(headers);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(headers, i, pair);
+    }
+    return headers;
+}
+
+/* Fill items [at, at + len(fields)) of record from the tuple fields. */
+static void put_fields(PyObject *record, Py_ssize_t at, PyObject *fields) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields); i++) {
+        PyTuple_SET_ITEM(record, at + i, Py_NewRef(PyTuple_GET_ITEM(fields, i)));
+    }
+}
+
+/* One record as a shape->type tuple; NULL as read_bytes. */
+static PyObject *read_record(Reader *r, const Shape *shape, int64_t base_offset, int64_t base_timestamp,
+                             PyObject *timestamp_override) {
+    int64_t length, timestamp_delta, offset_delta, offset, timestamp;
+    if (!read_varint(r, VARINT_BYTES_MAX, &length) || length < 0 || length > r->size - r->pos) {
+        return NULL;
+    }
+    Py_ssize_t record_end = r->pos + (Py_ssize_t)length;
+    r->pos += 1;  /* attributes: unused in v2 records */
+    if (!read_varint(r, VARLONG_FAST_BYTES_MAX, &timestamp_delta) || !read_varint(r, VARINT_BYTES_MAX, &offset_delta)
+        || __builtin_add_overflow(base_offset, offset_delta, &offset)
+        || __builtin_add_overflow(base_timestamp, timestamp_delta, &timestamp) || r->pos >= r->size) {
+        return NULL;
+    }
+    PyObject *key = NULL, *value = NULL, *headers = NULL, *record = NULL;
+    if (r->data[r->pos] == NULL_BYTE) {
+        r->pos += 1;
+        key = Py_NewRef(Py_None);
+    } else if ((key = read_bytes(r)) == NULL) {
+        goto done;
+    }
+    if ((value = read_bytes(r)) == NULL || r->pos >= r->size) {
+        goto done;
+    }
+    if (r->data[r->pos] == 0) {
+        r->pos += 1;
+        headers = Py_NewRef(shape->empty);
+    } else if ((headers = read_headers(r, record_end)) == NULL) {
+        goto done;
+    }
+    if (r->pos != record_end) {
+        goto done;
+    }
+    Py_ssize_t before = PyTuple_GET_SIZE(shape->prefix);
+    record = shape->type->tp_alloc(shape->type, before + RECORD_FIELDS + PyTuple_GET_SIZE(shape->suffix));
+    if (record == NULL) {
+        goto done;
+    }
+    PyObject *offset_object = PyLong_FromLongLong(offset);
+    PyObject *timestamp_object = timestamp_override == Py_None ? PyLong_FromLongLong(timestamp)
+                                                              : Py_NewRef(timestamp_override);
+    if (offset_object == NULL || timestamp_object == NULL) {
+        Py_XDECREF(offset_object);
+        Py_XDECREF(timestamp_object);
+        Py_CLEAR(record);
+        goto done;
+    }
+    put_fields(record, 0, shape->prefix);
+    PyTuple_SET_ITEM(record, before, offset_object);
+    PyTuple_SET_ITEM(record, before + 1, timestamp_object);
+    PyTuple_SET_ITEM(record, before + 2, key);
+    PyTuple_SET_ITEM(record, before + 3, value);
+    PyTuple_SET_ITEM(record, before + 4, headers);
+    put_fields(record, before + RECORD_FIELDS, shape->suffix);
+    return record;
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    Py_XDECREF(headers);
+    return record;
+}
+
+static PyObject *decode_records(PyObject *module, PyObject *args) {
+    Py_buffer buffer;
+    Py_ssize_t count;
+    long long base_offset, base_timestamp;
+    PyObject *timestamp_override;
+    Shape shape;
+    if (!PyArg_ParseTuple(args, "y*nLLOO!O!O!:decode_records", &buffer, &count, &base_offset, &base_timestamp,
+                          &timestamp_override, &PyType_Type, &shape.type, &PyTuple_Type, &shape.prefix,
+                          &PyTuple_Type, &shape.suffix)) {
+        return NULL;
+    }
+    PyObject *records = NULL;
+    if (!PyType_IsSubtype(shape.type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "record_type must be a tuple type");
+        goto done;
+    }
+    if (count < 0 || count > buffer.len) {
+        records = Py_NewRef(Py_None);
+        goto done;
+    }
+    shape.empty = PyTuple_New(0);
+    if (shape.empty == NULL || (records = PyList_New(count)) == NULL) {
+        Py_XDECREF(shape.empty);
+        goto done;
+    }
+    Reader reader = {buffer.buf, buffer.len, 0};
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *record = read_record(&reader, &shape, base_offset, base_timestamp, timestamp_override);
+        if (record == NULL) {
+            Py_DECREF(records);
+            records = PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+            break;
+        }
+        PyList_SET_ITEM(records, i, record);
+    }
+    Py_DECREF(shape.empty);
+    if (records != NULL && records != Py_None && reader.pos != reader.size) {
+        Py_SETREF(records, Py_NewRef(Py_None));
+    }
+done:
+    PyBuffer_Release(&buffer);
+    return records;
+}
+
+static PyMethodDef methods[] = {
+    {"decode_records", decode_records, METH_VARARGS,
+     "decode_records(data, count, base_offset, base_timestamp, timestamp_override, record_type, prefix, suffix)\n"
+     "--\n\n"
+     "The records of an uncompressed records section as record_type tuples (prefix + the five\n"
+     "fields of a Record + suffix), or None when the input is outside the fast path (the Python\n"
+     "decoder then decodes it or says what is wrong)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_records", "The record decoder's fast path.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__records(void) {
+    return PyModule_Create(&module);
+}

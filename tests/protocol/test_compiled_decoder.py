@@ -1,0 +1,86 @@
+"""The compiled record decoder says exactly what the Python one says, or declines.
+
+The consumer decodes through `replog/protocol/_records.c` when it is built. It
+may only ever return what `decode_records_python` returns for the same bytes;
+on anything it does not handle it returns None, and the Python decoder decides
+(decodes the exotic input, or raises the error that names the problem). Valid
+records as producers write them must never be declined: that is the fast path.
+"""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from replog.protocol import record_decoding
+from replog.protocol.record_decoding import decode_records, decode_records_python
+from replog.protocol.record_encoding import encode_records
+from replog.protocol.records import Record
+
+FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+compiled = record_decoding._decode_compiled
+
+BYTES_OR_NONE = st.none() | st.binary(max_size=40)
+HEADERS = st.lists(st.tuples(st.text(max_size=6), BYTES_OR_NONE), max_size=3).map(tuple)
+ROWS = st.lists(
+    st.tuples(st.integers(0, 2**31 - 1), st.integers(-(2**40), 2**40), BYTES_OR_NONE, BYTES_OR_NONE, HEADERS),
+    min_size=1, max_size=8,
+)
+BASE_OFFSETS = st.integers(0, 2**62)
+BASE_TIMESTAMPS = st.integers(-(2**41), 2**41)
+
+
+def python_outcome(data: bytes, count: int, base_offset: int, base_timestamp: int, override):
+    try:
+        return decode_records_python(data, count, base_offset, base_timestamp, override)
+    except (ValueError, IndexError):
+        return "error"
+
+
+def test_the_compiled_decoder_is_built():
+    assert compiled is not None, "replog/protocol/_records.c was not built: `pip install -e .` needs a C compiler"
+
+
+@FUZZ
+@given(rows=ROWS, base_offset=BASE_OFFSETS, base_timestamp=BASE_TIMESTAMPS, override=st.none() | BASE_TIMESTAMPS)
+def test_records_as_producers_write_them_decode_the_same_and_are_never_declined(rows, base_offset, base_timestamp,
+                                                                              override):
+    data = encode_records(rows)
+    fast = compiled(data, len(rows), base_offset, base_timestamp, override, Record, (), ())
+    assert fast is not None
+    assert fast == decode_records_python(data, len(rows), base_offset, base_timestamp, override)
+    assert all(type(record) is Record for record in fast)
+
+
+@FUZZ
+@given(rows=ROWS, flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 255)), min_size=1, max_size=4),
+       cut=st.integers(min_value=0), count_delta=st.integers(-1, 1))
+def test_damaged_records_are_decoded_the_same_or_declined(rows, flips, cut, count_delta):
+    data = bytearray(encode_records(rows))
+    for position, byte in flips:
+        data[position % len(data)] = byte
+    data = bytes(data[: len(data) - cut % 3])
+    count = len(rows) + count_delta
+    fast = compiled(data, count, 0, 1_700_000_000_000, None, Record, (), ())
+    if fast is not None:
+        assert fast == python_outcome(data, count, 0, 1_700_000_000_000, None)
+
+
+@FUZZ
+@given(data=st.binary(max_size=64), count=st.integers(0, 8))
+def test_random_bytes_are_decoded_the_same_or_declined(data, count):
+    fast = compiled(data, count, 5, 0, None, Record, (), ())
+    if fast is not None:
+        assert fast == python_outcome(data, count, 5, 0, None)
+
+
+def test_a_consumer_shape_puts_its_fields_around_the_record():
+    rows = [(0, 0, b"k", b"v", ()), (1, 3, None, b"w", (("h", None),))]
+    data = encode_records(rows)
+    shaped = decode_records(data, 2, 10, 100, None, tuple, ("topic", 4), (7,))
+    assert shaped == [("topic", 4, 10, 100, b"k", b"v", (), 7), ("topic", 4, 11, 103, None, b"w", (("h", None),), 7)]
+
+
+def test_what_the_compiled_decoder_declines_the_python_decoder_reports():
+    # A 10-byte timestamp delta is legal Kafka but outside the compiled path.
+    data = encode_records([(0, 2**62, None, b"v", ())])
+    assert compiled(data, 1, 0, 0, None, Record, (), ()) is None
+    assert decode_records(data, 1, 0, 0, None) == [Record(0, 2**62, None, b"v", ())]
