@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
 import os
 import struct
-import threading
 import time
 from typing import Any
 
@@ -23,6 +23,9 @@ from replog.client import Admin, ClientError, Consumer, NewTopic, Producer, Topi
 MiB = 1 << 20
 CHUNK_RECORDS = 10_000  # records per send_many call when no --rate paces them
 E2E_SEND_TICK_S = 0.001
+E2E_START_DELAY_NS = 50_000_000  # the schedule starts this long after the warm-up, in the producer's future
+E2E_IDLE_S = 30.0  # no record for this long: the run has failed
+E2E_PRODUCER_EXIT_S = 10.0
 SCHEDULE = struct.Struct(">q")  # the scheduled send time in a record's first 8 bytes (perf_counter ns)
 DEFAULTS = {"produce": (1_000_000, None), "consume": (1_000_000, None), "e2e": (100_000, 10_000.0),
             "failover": (0, None)}
@@ -159,54 +162,105 @@ def bench_consume(bootstrap: str, topic: str, args: argparse.Namespace) -> dict[
 
 
 def bench_e2e(bootstrap: str, topic: str, args: argparse.Namespace) -> dict[str, Any]:
-    padding = os.urandom(args.record_size - SCHEDULE.size)
+    """The consumer here, the producer in a process of its own, as separate applications would run.
+
+    Both first exchange one record per partition (connections open, the
+    consumer's fetches parked at each leader), then the producer sends on a
+    schedule that starts a moment later; only the scheduled records count.
+    """
     latencies: list[int] = []
-    failures: list[BaseException] = []
-    with Consumer(bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=100) as consumer, \
-            Producer(bootstrap, acks=args.acks, linger_ms=0) as producer:
+    context = multiprocessing.get_context("spawn")
+    to_producer, to_consumer = context.Pipe()
+    producer = context.Process(target=_e2e_producer, name="bench-e2e-producer",
+                               args=(bootstrap, topic, args.acks, args.partitions, args.records, args.rate,
+                                     args.record_size, to_consumer), daemon=True)
+    with Consumer(bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=100) as consumer:
         tps = [TopicPartition(topic, p) for p in range(args.partitions)]
         consumer.assign(tps)
         for tp in tps:
             consumer.position(tp)
-        producer.partitions_for(topic)
-        started_ns = time.perf_counter_ns()
-        sender = threading.Thread(target=_send_on_schedule, name="bench-e2e-sender",
-                                  args=(producer, topic, args, started_ns, padding, failures), daemon=True)
-        sender.start()
-        idle_since = time.monotonic()
-        while len(latencies) < args.records and not failures:
-            records = consumer.poll(200)
-            now_ns = time.perf_counter_ns()
-            if records:
-                idle_since = time.monotonic()
+        producer.start()
+        try:
+            _expect(to_producer, "warmed", producer)
+            _consume_until(consumer, args.partitions, lambda records: len(records))
+            started_ns = time.perf_counter_ns() + E2E_START_DELAY_NS
+            to_producer.send(("start", started_ns))
+
+            def measure(records: list) -> int:
+                now_ns = time.perf_counter_ns()
                 latencies.extend(now_ns - SCHEDULE.unpack_from(r.value)[0] for r in records)
-            elif time.monotonic() - idle_since > 30:
-                raise ClientError(f"only {len(latencies)} of {args.records} records arrived; none for 30 s")
-        elapsed_s = (time.perf_counter_ns() - started_ns) / 1e9
-        sender.join()
-    if failures:
-        raise failures[0]
+                return len(records)
+
+            _consume_until(consumer, args.records, measure)
+            elapsed_s = (time.perf_counter_ns() - started_ns) / 1e9
+            _expect(to_producer, "done", producer)
+        finally:
+            producer.join(E2E_PRODUCER_EXIT_S)
+            if producer.is_alive():
+                producer.kill()
     return {**rates(len(latencies), args.record_size, elapsed_s), **percentiles_ms(latencies)}
 
 
-def _send_on_schedule(producer: Producer, topic: str, args: argparse.Namespace, started_ns: int,
-                      padding: bytes, failures: list[BaseException]) -> None:
-    interval_ns = 1e9 / args.rate
+def _consume_until(consumer: Consumer, count: int, take) -> None:
+    """Poll until take(records) has counted `count` records; give up when none arrive for E2E_IDLE_S."""
+    received = 0
+    idle_since = time.monotonic()
+    while received < count:
+        records = consumer.poll(200)
+        if records:
+            idle_since = time.monotonic()
+            received += take(records)
+        elif time.monotonic() - idle_since > E2E_IDLE_S:
+            raise ClientError(f"only {received} of {count} records arrived; none for {E2E_IDLE_S} s")
+
+
+def _expect(connection, word: str, producer) -> None:
+    """Wait for the producer process to say `word`; raise what it reports instead."""
+    deadline = time.monotonic() + E2E_IDLE_S
+    while not connection.poll(0.1):
+        if not producer.is_alive() or time.monotonic() > deadline:
+            raise ClientError(f"the producer process stopped answering (exit code {producer.exitcode})")
+    message = connection.recv()
+    if message[0] == "failed":
+        raise ClientError(f"the producer failed: {message[1]}")
+    if message[0] != word:
+        raise ClientError(f"the producer said {message[0]!r} where {word!r} was due")
+
+
+def _e2e_producer(bootstrap: str, topic: str, acks: str, partitions: int, records: int, rate: float,
+                  record_size: int, connection) -> None:
+    """The producer process: one warm-up record per partition, then the schedule."""
+    try:
+        padding = os.urandom(record_size - SCHEDULE.size)
+        with Producer(bootstrap, acks=acks, linger_ms=0) as producer:
+            warm_up = [producer.send_many(topic, [SCHEDULE.pack(0) + padding], partition=p) for p in range(partitions)]
+            producer.flush()
+            _raise_first_failure(warm_up)
+            connection.send(("warmed",))
+            _, started_ns = connection.recv()
+            while time.perf_counter_ns() < started_ns:
+                time.sleep(E2E_SEND_TICK_S)
+            _send_on_schedule(producer, topic, records, rate, started_ns, padding)
+        connection.send(("done",))
+    except Exception as error:  # reported to the measuring process, which raises it
+        connection.send(("failed", str(error) or repr(error)))
+
+
+def _send_on_schedule(producer: Producer, topic: str, records: int, rate: float, started_ns: int,
+                      padding: bytes) -> None:
+    interval_ns = 1e9 / rate
     sent = 0
     results = []
-    try:
-        while sent < args.records:
-            count = paced_counts(args.records, args.rate, started_ns / 1e9, time.perf_counter_ns() / 1e9, sent)
-            if count:
-                values = [SCHEDULE.pack(int(started_ns + (sent + i) * interval_ns)) + padding for i in range(count)]
-                results.append(producer.send_many(topic, values))
-                sent += count
-            else:
-                time.sleep(E2E_SEND_TICK_S)
-        producer.flush()
-        _raise_first_failure(results)
-    except BaseException as error:
-        failures.append(error)
+    while sent < records:
+        count = paced_counts(records, rate, started_ns / 1e9, time.perf_counter_ns() / 1e9, sent)
+        if count:
+            values = [SCHEDULE.pack(int(started_ns + (sent + i) * interval_ns)) + padding for i in range(count)]
+            results.append(producer.send_many(topic, values))
+            sent += count
+        else:
+            time.sleep(E2E_SEND_TICK_S)
+    producer.flush()
+    _raise_first_failure(results)
 
 
 def _raise_first_failure(results: list) -> None:

@@ -29,6 +29,7 @@ from replog.client.metadata import MetadataManager
 from replog.client.retry import STALE_METADATA, error_code_for_status
 from replog.client.types import TopicPartition
 from replog.core.errors import ErrorCode
+from replog.rpc.request_stream import RequestStream, StreamError
 
 log = logging.getLogger("replog.client")
 
@@ -47,6 +48,7 @@ class Fetcher:
         self._assignment = buffer.assignment
         self._metadata = metadata
         self._channels = channels
+        self._streams: dict[str, RequestStream] = {}  # leader address -> its FetchStream
         self._wake: asyncio.Event | None = None
         self._stopped = False
         self._busy_leaders: set[int] = set()  # leaders with a Fetch in flight
@@ -92,6 +94,8 @@ class Fetcher:
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        for stream in self._streams.values():
+            stream.close()
 
     def _spawn(self, coroutine) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
@@ -145,17 +149,17 @@ class Fetcher:
                 partition=tp.partition, current_leader_epoch=leader_epoch, fetch_offset=fetch_offset,
                 last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=config.max_partition_fetch_bytes,
             ))
-        request = broker_pb2.FetchRequest(
+        message = broker_pb2.FetchStreamRequest(request=broker_pb2.FetchRequest(
             replica_id=-1, replica_epoch=-1, max_wait_ms=config.fetch_max_wait_ms, min_bytes=config.fetch_min_bytes,
             max_bytes=config.fetch_max_bytes, isolation_level=ISOLATION_LEVELS[config.isolation_level],
             session_id=0, session_epoch=-1,
             topics=[broker_pb2.FetchTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
-        )
+        ))
         address = metadata.brokers[leader]
         timeout_s = (config.request_timeout_ms + config.fetch_max_wait_ms) / 1000
         try:
-            response = await self._channels.broker(address).Fetch(request, timeout=timeout_s)
-        except grpc.aio.AioRpcError as error:
+            response = (await self._stream(address).request(message, timeout_s)).response
+        except StreamError as error:
             self._request_failed(leader, address, error, [item[0] for item in items])
             return
         finally:
@@ -206,7 +210,15 @@ class Fetcher:
         else:
             self._assignment.on_fatal(tp, generation, FetchError(tp.topic, tp.partition, code, detail))
 
-    def _request_failed(self, leader: int, address: str, error: grpc.aio.AioRpcError, tps: list) -> None:
+    def _stream(self, address: str) -> RequestStream:
+        """The FetchStream to a leader: its fetches, one after another, cost a message each rather than a call."""
+        stream = self._streams.get(address)
+        if stream is None:
+            stream = self._streams[address] = RequestStream(self._channels.broker(address).FetchStream)
+        return stream
+
+    def _request_failed(self, leader: int, address: str, error: grpc.aio.AioRpcError | StreamError,
+                        tps: list) -> None:
         code = error_code_for_status(error.code())
         detail = f"broker {leader} at {address} answered {error.code().name}: {error.details()}"
         if code.retriable:

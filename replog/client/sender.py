@@ -5,6 +5,10 @@ have a batch to send, drains them (the head batch of each of a leader's
 partitions, at most max_in_flight_requests_per_connection requests per
 leader), encodes each batch once, and sends. An answer completes, retries
 (after a backoff, maybe a metadata refresh) or fails each batch.
+
+Requests go on one ProduceStream per leader, kept open: the broker appends a
+stream's requests in the order they were written, as Kafka does a
+connection's, and a stream message costs a fraction of a call.
 """
 
 from __future__ import annotations
@@ -13,8 +17,6 @@ import asyncio
 import logging
 import random
 import time
-
-import grpc
 
 from replog.api.broker.v1 import broker_pb2
 from replog.client.accumulator import ProducerBatch, RecordAccumulator
@@ -25,6 +27,7 @@ from replog.client.io import Channels
 from replog.client.metadata import MetadataManager
 from replog.client.retry import Action, backoff_ms, error_code_for_status, produce_action
 from replog.core.errors import ErrorCode
+from replog.rpc.request_stream import RequestStream, StreamError
 
 log = logging.getLogger("replog.client")
 
@@ -44,6 +47,7 @@ class Sender:
         self._metadata = metadata
         self._channels = channels
         self._in_flight: dict[int, int] = {}
+        self._streams: dict[str, RequestStream] = {}  # leader address -> its ProduceStream
         self._requests: set[asyncio.Task[None]] = set()
         self._wake: asyncio.Event | None = None
         self._rng = random.Random()
@@ -66,6 +70,8 @@ class Sender:
                 batch.result.set_exception(ClientError(f"the producer's I/O loop failed: {error!r}"))
         if self._requests:
             await asyncio.gather(*self._requests, return_exceptions=True)
+        for stream in self._streams.values():
+            stream.close()
 
     async def _send_until_closed(self) -> None:
         config = self._config
@@ -116,7 +122,9 @@ class Sender:
     def _send(self, leader: int, metadata: ClusterMetadata, batches: list[ProducerBatch], now_ms: float) -> None:
         config = self._config
         wall_ms = time.time() * 1000
-        by_topic: dict[str, list[broker_pb2.ProducePartitionData]] = {}
+        message = broker_pb2.ProduceStreamRequest()
+        request = message.request
+        topics: dict[str, broker_pb2.ProduceTopicData] = {}
         sendable = []
         for batch in batches:
             try:
@@ -128,46 +136,50 @@ class Sender:
                                                         ErrorCode.INVALID_RECORD, f"cannot encode the batch: {error}"))
                 continue
             sendable.append(batch)
-            by_topic.setdefault(batch.tp.topic, []).append(broker_pb2.ProducePartitionData(
-                partition=batch.tp.partition,
-                records=records,
-                current_leader_epoch=metadata.leader_epoch_of(batch.tp),
-            ))
+            topic = topics.get(batch.tp.topic)
+            if topic is None:
+                topic = topics[batch.tp.topic] = request.topics.add(topic=batch.tp.topic)
+            topic.partitions.add(partition=batch.tp.partition, records=records,
+                                 current_leader_epoch=metadata.leader_epoch_of(batch.tp))
         if not sendable:
             return
-        request = broker_pb2.ProduceRequest(
-            acks=config.acks,
-            timeout_ms=config.request_timeout_ms,
-            topics=[broker_pb2.ProduceTopicData(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
-        )
+        request.acks = config.acks
+        request.timeout_ms = config.request_timeout_ms
         self._in_flight[leader] = self._in_flight.get(leader, 0) + 1
         task = asyncio.get_running_loop().create_task(
-            self._produce(leader, metadata.brokers[leader], request, sendable)
+            self._produce(leader, metadata.brokers[leader], message, sendable)
         )
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
 
     async def _produce(
-        self, leader: int, address: str, request: broker_pb2.ProduceRequest, batches: list[ProducerBatch]
+        self, leader: int, address: str, message: broker_pb2.ProduceStreamRequest, batches: list[ProducerBatch]
     ) -> None:
         deadline_s = (self._config.request_timeout_ms + DEADLINE_MARGIN_MS) / 1000
         try:
-            response = await self._channels.broker(address).Produce(request, timeout=deadline_s)
+            answer = await self._stream(address).request(message, deadline_s)
         except asyncio.CancelledError:
             for batch in batches:
                 self._accumulator.complete(batch)
                 self._fail_closed(batch)
             raise
-        except grpc.aio.AioRpcError as error:
+        except StreamError as error:
             code = error_code_for_status(error.code())
             detail = f"broker {leader} at {address} answered {error.code().name}: {error.details()}"
             for batch in batches:
                 self._settle(batch, code, detail)
         else:
-            self._take_response(response, batches)
+            self._take_response(answer.response, batches)
         finally:
             self._in_flight[leader] -= 1
             self.wakeup()
+
+    def _stream(self, address: str) -> RequestStream:
+        stream = self._streams.get(address)
+        if stream is None:
+            broker = self._channels.broker(address)
+            stream = self._streams[address] = RequestStream(broker.ProduceStream)
+        return stream
 
     def _take_response(self, response: broker_pb2.ProduceResponse, batches: list[ProducerBatch]) -> None:
         # With acks=0 the leader answers before appending, so it has no outcome to report:

@@ -21,7 +21,9 @@ LATEST_TIMESTAMP = -1
 FETCH_WAIT_MS_MAX = 30_000
 
 
-async def handle_fetch(partitions: Partitions, request: broker_pb2.FetchRequest) -> broker_pb2.FetchResponse:
+async def handle_fetch(partitions: Partitions, request: broker_pb2.FetchRequest,
+                       response: broker_pb2.FetchResponse | None = None) -> broker_pb2.FetchResponse:
+    """Answer a fetch, filling `response` when given (a stream's message, so that the records are not copied)."""
     wait_ms = min(max(request.max_wait_ms, 0), FETCH_WAIT_MS_MAX)
     deadline = time.monotonic() + wait_ms / 1000
     metrics.FETCH_PURGATORY.inc()
@@ -36,7 +38,7 @@ async def handle_fetch(partitions: Partitions, request: broker_pb2.FetchRequest)
             await partitions.wait_for_data(remaining_s)
     finally:
         metrics.FETCH_PURGATORY.dec()
-    return _respond(partitions, request, plans)
+    return _respond(partitions, request, plans, broker_pb2.FetchResponse() if response is None else response)
 
 
 def _plan(partitions: Partitions, request: broker_pb2.FetchRequest) -> list[tuple[str, broker_pb2.FetchPartition, FetchPlan]]:
@@ -67,8 +69,9 @@ def _plan(partitions: Partitions, request: broker_pb2.FetchRequest) -> list[tupl
 
 
 def _respond(partitions: Partitions, request: broker_pb2.FetchRequest,
-             plans: list[tuple[str, broker_pb2.FetchPartition, FetchPlan]]) -> broker_pb2.FetchResponse:
-    response = broker_pb2.FetchResponse(error_code=int(ErrorCode.NONE))
+             plans: list[tuple[str, broker_pb2.FetchPartition, FetchPlan]],
+             response: broker_pb2.FetchResponse) -> broker_pb2.FetchResponse:
+    response.error_code = int(ErrorCode.NONE)
     budget = request.max_bytes if request.max_bytes > 0 else 1 << 30
     topics: dict[str, broker_pb2.FetchTopicResponse] = {}
     for topic, fetch_partition, plan in plans:

@@ -8,6 +8,7 @@ the log untouched except for the header fields the leader stamps.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from replog.api.broker.v1 import broker_pb2
 from replog.broker import metrics
@@ -21,8 +22,28 @@ from replog.protocol.batch import validate_batches
 ANSWER_GRACE_S = 1.0
 
 
+@dataclass
+class PendingProduce:
+    """A produce request whose batches are appended, waiting for their acknowledgements."""
+
+    response: broker_pb2.ProduceResponse
+    waits: list[tuple[broker_pb2.ProducePartitionResponse, asyncio.Future[CompleteProduce]]]
+    timeout_s: float
+
+
 async def handle_produce(partitions: Partitions, request: broker_pb2.ProduceRequest) -> broker_pb2.ProduceResponse:
-    response = broker_pb2.ProduceResponse()
+    return await answer_produce(append_produce(partitions, request))
+
+
+def append_produce(partitions: Partitions, request: broker_pb2.ProduceRequest,
+                   response: broker_pb2.ProduceResponse | None = None) -> PendingProduce:
+    """Validate and append every partition's batches now, in the caller's order; nothing here awaits.
+
+    A ProduceStream relies on it: the requests of one stream reach the log in
+    the order they were sent, whatever their acknowledgements wait for. The
+    answer goes into `response` when given (a stream's message).
+    """
+    response = broker_pb2.ProduceResponse() if response is None else response
     waits: list[tuple[broker_pb2.ProducePartitionResponse, asyncio.Future[CompleteProduce]]] = []
     now = now_ms()
     for topic_data in request.topics:
@@ -33,16 +54,20 @@ async def handle_produce(partitions: Partitions, request: broker_pb2.ProduceRequ
             waiter = _append(partitions, topic_data.topic, partition_data, request, result, now)
             if waiter is not None:
                 waits.append((result, waiter))
-    if request.acks == ACKS_NONE:
-        return response  # nobody reads it: Kafka sends none; ours says only what validation found
+    # With acks=0 nobody reads the answer: Kafka sends none; ours says only what validation found.
     timeout_s = max(request.timeout_ms, 0) / 1000 + ANSWER_GRACE_S
-    for result, waiter in waits:
+    return PendingProduce(response, [] if request.acks == ACKS_NONE else waits, timeout_s)
+
+
+async def answer_produce(pending: PendingProduce) -> broker_pb2.ProduceResponse:
+    """Wait for each partition's acknowledgement (or the timeout) and fill in the answer."""
+    for result, waiter in pending.waits:
         try:
-            completion = await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
+            completion = await asyncio.wait_for(asyncio.shield(waiter), pending.timeout_s)
         except TimeoutError:
             completion = CompleteProduce(None, ErrorCode.REQUEST_TIMED_OUT)
         _fill(result, completion.error, base_offset=completion.base_offset)
-    return response
+    return pending.response
 
 
 def _append(

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 import grpc
 
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from replog.broker.fetch import handle_fetch, handle_list_offsets, handle_offsets_for_leader_epoch
 from replog.broker.partitions import Partitions
-from replog.broker.produce import handle_produce
+from replog.broker.produce import answer_produce, append_produce, handle_produce
 from replog.core.errors import ErrorCode
 from replog.core.messages import PartitionState
+from replog.rpc.streams import answer_in_order
 
 log = logging.getLogger("replog.broker")
+
+# Requests of one ProduceStream or FetchStream started but not yet answered; the
+# stream is not read further until the oldest is answered (a producer's
+# max.in.flight.requests.per.connection is 5).
+STREAM_IN_FLIGHT_MAX = 32
+
+T = TypeVar("T")
 
 
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
@@ -35,6 +44,25 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
 
     async def Fetch(self, request: broker_pb2.FetchRequest, context: grpc.aio.ServicerContext) -> broker_pb2.FetchResponse:
         return await handle_fetch(self._partitions, request)
+
+    async def ProduceStream(self, requests: AsyncIterator[broker_pb2.ProduceStreamRequest],
+                            context: grpc.aio.ServicerContext) -> AsyncIterator[broker_pb2.ProduceStreamResponse]:
+        async for answer in answer_in_order(requests, self._start_produce, STREAM_IN_FLIGHT_MAX, "Produce"):
+            yield answer
+
+    async def FetchStream(self, requests: AsyncIterator[broker_pb2.FetchStreamRequest],
+                          context: grpc.aio.ServicerContext) -> AsyncIterator[broker_pb2.FetchStreamResponse]:
+        async for answer in answer_in_order(requests, self._start_fetch, STREAM_IN_FLIGHT_MAX, "Fetch"):
+            yield answer
+
+    def _start_produce(self, message: broker_pb2.ProduceStreamRequest) -> Awaitable[broker_pb2.ProduceStreamResponse]:
+        answer = broker_pb2.ProduceStreamResponse()
+        pending = append_produce(self._partitions, message.request, answer.response)  # now, in stream order
+        return _wrapped(answer_produce(pending), answer)
+
+    def _start_fetch(self, message: broker_pb2.FetchStreamRequest) -> Awaitable[broker_pb2.FetchStreamResponse]:
+        answer = broker_pb2.FetchStreamResponse()
+        return _wrapped(handle_fetch(self._partitions, message.request, answer.response), answer)
 
     async def ListOffsets(self, request: broker_pb2.ListOffsetsRequest,
                           context: grpc.aio.ServicerContext) -> broker_pb2.ListOffsetsResponse:
@@ -100,3 +128,9 @@ def _fence_message(error: ErrorCode) -> str:
     if error == ErrorCode.STALE_CONTROLLER_EPOCH:
         return "a newer controller has spoken to this broker; this request comes from a controller that lost"
     return "the request names another incarnation of this broker"
+
+
+async def _wrapped(filling: Awaitable[object], answer: T) -> T:
+    """Await what fills `answer` in place, then hand over the whole stream message."""
+    await filling
+    return answer

@@ -17,6 +17,30 @@ ISOLATION_LEVEL_UNSPECIFIED: IsolationLevel
 ISOLATION_LEVEL_READ_UNCOMMITTED: IsolationLevel
 ISOLATION_LEVEL_READ_COMMITTED: IsolationLevel
 
+class ProduceStreamRequest(_message.Message):
+    __slots__ = ("request",)
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    request: ProduceRequest
+    def __init__(self, request: _Optional[_Union[ProduceRequest, _Mapping]] = ...) -> None: ...
+
+class ProduceStreamResponse(_message.Message):
+    __slots__ = ("response",)
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    response: ProduceResponse
+    def __init__(self, response: _Optional[_Union[ProduceResponse, _Mapping]] = ...) -> None: ...
+
+class FetchStreamRequest(_message.Message):
+    __slots__ = ("request",)
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    request: FetchRequest
+    def __init__(self, request: _Optional[_Union[FetchRequest, _Mapping]] = ...) -> None: ...
+
+class FetchStreamResponse(_message.Message):
+    __slots__ = ("response",)
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    response: FetchResponse
+    def __init__(self, response: _Optional[_Union[FetchResponse, _Mapping]] = ...) -> None: ...
+
 class LeaderIdAndEpoch(_message.Message):
     __slots__ = ("leader_id", "leader_epoch")
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]

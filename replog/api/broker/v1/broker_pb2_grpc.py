@@ -56,6 +56,16 @@ class BrokerServiceStub:
                 request_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
                 response_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.FetchResponse.FromString,
                 _registered_method=True)
+        self.ProduceStream = channel.stream_stream(
+                '/replog.api.broker.v1.BrokerService/ProduceStream',
+                request_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.ProduceStreamRequest.SerializeToString,
+                response_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.ProduceStreamResponse.FromString,
+                _registered_method=True)
+        self.FetchStream = channel.stream_stream(
+                '/replog.api.broker.v1.BrokerService/FetchStream',
+                request_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.FetchStreamRequest.SerializeToString,
+                response_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.FetchStreamResponse.FromString,
+                _registered_method=True)
         self.ListOffsets = channel.unary_unary(
                 '/replog.api.broker.v1.BrokerService/ListOffsets',
                 request_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.ListOffsetsRequest.SerializeToString,
@@ -113,6 +123,26 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ProduceStream(self, request_iterator, context):
+        """Produce over one long-lived stream, as over a Kafka connection: the
+        broker appends the requests in the order they arrive and answers each
+        one, in that same order. A client may send the next request before the
+        last is answered. A stream message costs far less than a call, which is
+        what a producer sending many small requests is after.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchStream(self, request_iterator, context):
+        """Fetch over one long-lived stream: each request is answered, in order,
+        exactly as Fetch would answer it (long-polling included). Followers keep
+        one such stream open to each leader they replicate from.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListOffsets(self, request, context):
         """Finds offsets by timestamp, or the earliest or latest offset.
         """
@@ -161,6 +191,16 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.Fetch,
                     request_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.FetchRequest.FromString,
                     response_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.FetchResponse.SerializeToString,
+            ),
+            'ProduceStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ProduceStream,
+                    request_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.ProduceStreamRequest.FromString,
+                    response_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.ProduceStreamResponse.SerializeToString,
+            ),
+            'FetchStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.FetchStream,
+                    request_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.FetchStreamRequest.FromString,
+                    response_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.FetchStreamResponse.SerializeToString,
             ),
             'ListOffsets': grpc.unary_unary_rpc_method_handler(
                     servicer.ListOffsets,
@@ -254,6 +294,60 @@ class BrokerService:
             '/replog.api.broker.v1.BrokerService/Fetch',
             replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.FetchRequest.SerializeToString,
             replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.FetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ProduceStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/replog.api.broker.v1.BrokerService/ProduceStream',
+            replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.ProduceStreamRequest.SerializeToString,
+            replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.ProduceStreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/replog.api.broker.v1.BrokerService/FetchStream',
+            replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.FetchStreamRequest.SerializeToString,
+            replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.FetchStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,
