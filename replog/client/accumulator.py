@@ -123,14 +123,11 @@ class RecordAccumulator:
     # -- the caller's side ---------------------------------------------------------------------
 
     def append(
-        self, tp: TopicPartition, row: tuple, size: int, now_ms: float,
-        abort_on_new_batch: bool = False, block_s: float = 60.0,
-    ) -> tuple[ProducerBatch, int, bool] | None:
+        self, tp: TopicPartition, row: tuple, size: int, now_ms: float, block_s: float = 60.0,
+    ) -> tuple[ProducerBatch, int, bool]:
         """Add one record; returns (batch, index in batch, whether a new batch was opened).
 
-        With abort_on_new_batch, returns None instead of opening a batch, so the
-        sticky partitioner can move on first (KIP-480). Blocks up to block_s
-        while buffer_memory is used up.
+        Blocks up to block_s while buffer_memory is used up.
         """
         with self._lock:
             if self._buffered_bytes + size > self._buffer_memory and self._buffered_bytes or self._closing:
@@ -142,8 +139,6 @@ class RecordAccumulator:
                 batch.size_bytes += size
                 self._buffered_bytes += size
                 return batch, len(rows) - 1, False
-            if abort_on_new_batch:
-                return None
             batch = self._open_batch(tp, now_ms)
             batch.rows.append(row)
             batch.size_bytes += size
@@ -163,28 +158,22 @@ class RecordAccumulator:
         return batch
 
     def append_rows(
-        self, tp: TopicPartition, rows: list[tuple], sizes: list[int], start: int, now_ms: float, *,
-        open_new: bool, block_s: float = 60.0,
-    ) -> tuple[int, ProducerBatch | None, bool]:
-        """Append rows[start:] to tp's open batch until it is full; returns (end, batch, opened).
-
-        Without open_new, stops at once (end == start) when tp has no open batch
-        with room, so the sticky partitioner can move on first.
-        """
+        self, tp: TopicPartition, rows: list[tuple], sizes: list[int], start: int, stop: int, now_ms: float,
+        block_s: float = 60.0,
+    ) -> tuple[int, ProducerBatch, bool]:
+        """Append rows[start:stop] to tp's open batch (or a new one) until it is full; returns (end, batch, opened)."""
         with self._lock:
             if self._buffered_bytes + sizes[start] > self._buffer_memory and self._buffered_bytes or self._closing:
                 self._wait_for_space(sizes[start], block_s)
             batch = self._open.get(tp)
             opened = batch is None or batch.size_bytes + sizes[start] > self._batch_size
             if opened:
-                if not open_new:
-                    return start, None, False
                 batch = self._open_batch(tp, now_ms)
             room = self._batch_size - batch.size_bytes
             budget = self._buffer_memory - self._buffered_bytes
             end = start
             total = 0
-            for size in sizes[start:]:
+            for size in sizes[start:stop]:
                 if (total + size > room or total + size > budget) and (end > start or batch.rows):
                     break
                 total += size

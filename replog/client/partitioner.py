@@ -1,4 +1,4 @@
-"""Which partition a record goes to: Kafka's murmur2 for keys, sticky partitions without (KIP-480)."""
+"""Which partition a record goes to: Kafka's murmur2 for keys, sticky partitions without (KIP-794)."""
 
 from __future__ import annotations
 
@@ -48,17 +48,20 @@ def partition_for_key(key: bytes, partition_count: int) -> int:
 
 
 class StickyPartitioner:
-    """Records without a key stick to one partition per topic until its batch is closed (KIP-480).
+    """Records without a key stick to one partition per topic until `switch_bytes` went there (KIP-794).
 
     Spreading keyless records round-robin makes many small batches; sticking to
-    one partition fills one big batch at a time, which is what throughput needs.
-    The accumulator calls `on_new_batch` when the sticky partition's batch
-    is full or was sent, and the partitioner moves on to another partition.
+    one partition fills big batches with few requests. Moving on after a fixed
+    number of bytes — rather than whenever a batch closes, as KIP-480 did —
+    spreads the bytes evenly over the partitions, and at low rates keeps a run
+    of small sends on one leader instead of scattering each to another.
     """
 
-    def __init__(self, rng: random.Random | None = None) -> None:
+    def __init__(self, switch_bytes: int, rng: random.Random | None = None) -> None:
+        self._switch_bytes = switch_bytes
         self._rng = rng or random.Random()
         self._current: dict[str, int] = {}
+        self._produced: dict[str, int] = {}  # bytes sent to the current sticky partition
 
     def partition(self, topic: str, partition_count: int, available: Sequence[int] = ()) -> int:
         current = self._current.get(topic)
@@ -67,11 +70,17 @@ class StickyPartitioner:
             self._current[topic] = current
         return current
 
-    def on_new_batch(self, topic: str, partition_count: int, previous: int, available: Sequence[int] = ()) -> int:
-        """Move off `previous` (whose batch just closed); returns the new sticky partition."""
-        if self._current.get(topic, previous) == previous:
-            self._current[topic] = self._choose(partition_count, available, exclude=previous)
-        return self._current[topic]
+    def room_bytes(self, topic: str) -> int:
+        """Bytes the sticky partition takes before the partitioner moves on."""
+        return self._switch_bytes - self._produced.get(topic, 0)
+
+    def produced(self, topic: str, partition_count: int, size_bytes: int, available: Sequence[int] = ()) -> None:
+        """size_bytes went to the sticky partition; once switch_bytes have, move on to another."""
+        produced = self._produced.get(topic, 0) + size_bytes
+        if produced >= self._switch_bytes:
+            self._current[topic] = self._choose(partition_count, available, exclude=self._current.get(topic))
+            produced = 0
+        self._produced[topic] = produced
 
     def _choose(self, partition_count: int, available: Sequence[int], exclude: int | None) -> int:
         # Prefer partitions with a live leader, as Kafka does; any partition when none has one.

@@ -156,7 +156,7 @@ class Producer:
         self._accumulator = RecordAccumulator(
             batch_size=batch_size, linger_ms=linger_ms, buffer_memory=buffer_memory
         )
-        self._partitioner = StickyPartitioner()
+        self._partitioner = StickyPartitioner(batch_size)
         self._topics: dict[str, _KnownTopic] = {}
         self._max_request_size = max_request_size
         self._block_s = max_block_ms / 1000
@@ -207,19 +207,13 @@ class Producer:
         partitions = known.partitions
         now_ms = _monotonic() * 1000
         if partition is None and key is None:
-            sticky = self._partitioner.partition(topic, len(partitions), known.available)
-            appended = self._accumulator.append(partitions[sticky], row, size, now_ms, True, self._block_s)
-            if appended is None:
-                partition = self._partitioner.on_new_batch(topic, len(partitions), sticky, known.available)
-        else:
-            appended = None
-            if partition is None:
-                partition = partition_for_key(key, len(partitions))
-            elif not 0 <= partition < len(partitions):
-                raise ValueError(f"topic {topic!r} has partitions 0..{len(partitions) - 1}, not {partition}")
-        if appended is None:
-            appended = self._accumulator.append(partitions[partition], row, size, now_ms, False, self._block_s)
-        batch, index, opened = appended
+            partition = self._partitioner.partition(topic, len(partitions), known.available)
+            self._partitioner.produced(topic, len(partitions), size, known.available)
+        elif partition is None:
+            partition = partition_for_key(key, len(partitions))
+        elif not 0 <= partition < len(partitions):
+            raise ValueError(f"topic {topic!r} has partitions 0..{len(partitions) - 1}, not {partition}")
+        batch, index, opened = self._accumulator.append(partitions[partition], row, size, now_ms, self._block_s)
         if opened:
             self._wake_sender()
         return RecordFuture(batch, index)
@@ -251,17 +245,15 @@ class Producer:
         start = 0
         wake = False
         while start < len(rows):
-            chosen = partition
-            if chosen is None:
+            if partition is None:
                 chosen = self._partitioner.partition(topic, len(partitions), known.available)
+                stop = _stop_within(sizes, start, self._partitioner.room_bytes(topic))
+            else:
+                chosen, stop = partition, len(rows)
             end, batch, opened = self._accumulator.append_rows(
-                partitions[chosen], rows, sizes, start, now_ms, open_new=partition is not None, block_s=self._block_s
-            )
-            if batch is None:
-                chosen = self._partitioner.on_new_batch(topic, len(partitions), chosen, known.available)
-                end, batch, opened = self._accumulator.append_rows(
-                    partitions[chosen], rows, sizes, start, now_ms, open_new=True, block_s=self._block_s
-                )
+                partitions[chosen], rows, sizes, start, stop, now_ms, self._block_s)
+            if partition is None:
+                self._partitioner.produced(topic, len(partitions), sum(sizes[start:end]), known.available)
             if not batches or batches[-1] is not batch:
                 batches.append(batch)
             wake = wake or opened
@@ -349,3 +341,13 @@ class Producer:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+
+
+def _stop_within(sizes: list[int], start: int, room_bytes: int) -> int:
+    """The end of the run of records from `start` that fills room_bytes (at least one record)."""
+    total = 0
+    for index in range(start, len(sizes)):
+        total += sizes[index]
+        if total >= room_bytes:
+            return index + 1
+    return len(sizes)

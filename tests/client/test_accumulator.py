@@ -219,17 +219,17 @@ def test_after_close_appends_are_refused_and_everything_queued_is_ready():
     assert acc.closing_done()
 
 
-def test_append_rows_fills_the_open_batch_then_stops_without_opening_one():
+def test_append_rows_fills_the_open_batch_then_the_next_and_stops_where_told():
     size = record_size_bytes(None, b"v" * 50)
     acc = accumulator(batch_size=BATCH_OVERHEAD_BYTES + 3 * size)
-    rows = [(None, b"v" * 50)] * 5
-    sizes = [size] * 5
-    assert acc.append_rows(T0, rows, sizes, 0, 0.0, open_new=False) == (0, None, False)
-    end, batch, opened = acc.append_rows(T0, rows, sizes, 0, 0.0, open_new=True)
+    rows = [(None, b"v" * 50)] * 6
+    sizes = [size] * 6
+    end, batch, opened = acc.append_rows(T0, rows, sizes, 0, 6, 0.0)
     assert (end, opened, len(batch.rows)) == (3, True, 3)
-    assert acc.append_rows(T0, rows, sizes, 3, 0.0, open_new=False) == (3, None, False)
-    end, second, opened = acc.append_rows(T0, rows, sizes, 3, 0.0, open_new=True)
-    assert (end, opened, len(second.rows)) == (5, True, 2)
+    end, second, opened = acc.append_rows(T0, rows, sizes, 3, 4, 0.0)
+    assert (end, opened, len(second.rows)) == (4, True, 1)
+    end, same, opened = acc.append_rows(T0, rows, sizes, 4, 6, 0.0)
+    assert (end, opened, same is second, len(second.rows)) == (6, False, True, 3)
 
 
 def test_flush_returns_the_results_of_every_batch_not_yet_done():

@@ -38,53 +38,55 @@ def test_a_key_goes_to_to_positive_murmur2_modulo_the_partition_count():
     assert all(0 <= partition_for_key(bytes([i]), 3) < 3 for i in range(256))
 
 
-def test_keyless_records_stick_to_one_partition_until_its_batch_closes():
-    partitioner = StickyPartitioner(random.Random(1))
+def test_keyless_records_stick_to_one_partition_until_switch_bytes_went_there():
+    partitioner = StickyPartitioner(1000, random.Random(1))
     first = partitioner.partition("t", 6)
-    assert all(partitioner.partition("t", 6) == first for _ in range(100))
-    moved = partitioner.on_new_batch("t", 6, first)
+    for _ in range(9):
+        partitioner.produced("t", 6, 100)
+        assert partitioner.partition("t", 6) == first
+    assert partitioner.room_bytes("t") == 100
+    partitioner.produced("t", 6, 100)
+    moved = partitioner.partition("t", 6)
     assert moved != first
-    assert partitioner.partition("t", 6) == moved
+    assert partitioner.room_bytes("t") == 1000
+
+
+def test_the_bytes_spread_evenly_over_the_partitions():
+    partitioner = StickyPartitioner(1000, random.Random(7))
+    sent = [0] * 4
+    for _ in range(40_000):
+        chosen = partitioner.partition("t", 4)
+        sent[chosen] += 100
+        partitioner.produced("t", 4, 100)
+    assert max(sent) - min(sent) <= 0.1 * sum(sent) / 4, sent
 
 
 def test_each_topic_has_its_own_sticky_partition():
-    partitioner = StickyPartitioner(random.Random(2))
+    partitioner = StickyPartitioner(100, random.Random(2))
     a = partitioner.partition("a", 100)
-    partitioner.on_new_batch("b", 100, partitioner.partition("b", 100))
+    partitioner.partition("b", 100)
+    partitioner.produced("b", 100, 500)
     assert partitioner.partition("a", 100) == a
 
 
-def test_a_stale_new_batch_notice_does_not_move_the_partition_again():
-    partitioner = StickyPartitioner(random.Random(3))
-    first = partitioner.partition("t", 6)
-    second = partitioner.on_new_batch("t", 6, first)
-    # Another thread reports the same closed batch: the partition already moved on.
-    assert partitioner.on_new_batch("t", 6, first) == second
-
-
 def test_sticky_partitions_prefer_partitions_with_a_live_leader():
-    partitioner = StickyPartitioner(random.Random(4))
-    chosen = {partitioner.on_new_batch("t", 10, partitioner.partition("t", 10, [3, 7]), [3, 7]) for _ in range(50)}
-    assert chosen <= {3, 7}
+    partitioner = StickyPartitioner(100, random.Random(4))
+    chosen = set()
+    for _ in range(50):
+        chosen.add(partitioner.partition("t", 10, [3, 7]))
+        partitioner.produced("t", 10, 100, [3, 7])
+    assert chosen == {3, 7}
 
 
 def test_with_one_available_partition_the_sticky_partition_stays_there():
-    partitioner = StickyPartitioner(random.Random(5))
+    partitioner = StickyPartitioner(100, random.Random(5))
     assert partitioner.partition("t", 4, [2]) == 2
-    assert partitioner.on_new_batch("t", 4, 2, [2]) == 2
+    partitioner.produced("t", 4, 100, [2])
+    assert partitioner.partition("t", 4, [2]) == 2
 
 
 def test_a_single_partition_topic_always_gets_partition_zero():
-    partitioner = StickyPartitioner(random.Random(6))
+    partitioner = StickyPartitioner(100, random.Random(6))
     assert partitioner.partition("t", 1) == 0
-    assert partitioner.on_new_batch("t", 1, 0) == 0
-
-
-def test_sticky_choices_spread_over_the_partitions():
-    partitioner = StickyPartitioner(random.Random(7))
-    current = partitioner.partition("t", 4)
-    seen = set()
-    for _ in range(200):
-        current = partitioner.on_new_batch("t", 4, current)
-        seen.add(current)
-    assert seen == {0, 1, 2, 3}
+    partitioner.produced("t", 1, 100)
+    assert partitioner.partition("t", 1) == 0
