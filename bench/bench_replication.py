@@ -3,7 +3,7 @@
 Starts `replog dev up` (3 brokers, 2 controllers, ZooKeeper, a metadata
 service) in a temporary directory, then runs, alternating, for each case:
 `replog bench produce|consume|e2e` as a separate client process, and the
-gRPC unary ceiling at the message size the producer sends. Every case runs
+gRPC ceiling at the message size the producer sends, on a stream as the producer sends. Every case runs
 `--runs` times; medians with min and max are reported.
 
     python bench/bench_replication.py [--runs 3] [--records 500000] [--json]
@@ -41,7 +41,7 @@ def replog(data_dir: str, *args: str) -> str:
 
 def grpc_ceiling(size: int) -> dict[str, Any]:
     out = subprocess.run([sys.executable, os.path.join(HERE, "bench_grpc_echo.py"), "--sizes", str(size),
-                          "--runs", "1", "--seconds", "2", "--json"],
+                          "--modes", "stream", "--runs", "1", "--seconds", "2", "--json"],
                          capture_output=True, text=True, timeout=120, check=True).stdout
     return json.loads(out)[0]
 

@@ -6,7 +6,7 @@ loopback, both up for the whole run. Each case runs `--runs` times per system, a
 (replog, NATS, replog, NATS, ...), each run a fresh client process (workloads.py) on a fresh
 topic or stream: 3 partitions, replication factor 3, min.insync.replicas=2 for replog; one R3
 file-backed stream for JetStream. Prints the medians with min and max, and replog's figure as a
-ratio of JetStream's. The raw gRPC ceiling (bench_grpc_echo.py, 1 MiB calls) is measured in the
+ratio of JetStream's. The raw gRPC ceiling (bench_grpc_echo.py, 1 MiB stream messages) is measured in the
 same alternation, for reference.
 
     python bench/peers/side_by_side.py [--runs 3] [--json] [--quick]
@@ -67,9 +67,10 @@ def run_workload(system: str, case: Case, target: str, scale: float) -> dict:
 
 
 def grpc_ceiling() -> float:
-    """1 MiB unary calls to another process, MB/s (bench_grpc_echo.py, one 2 s run)."""
+    """1 MiB messages on streams to another process, as replog's producer sends them: MB/s
+    (bench_grpc_echo.py, one 2 s run)."""
     argv = [sys.executable, os.path.join(HERE, "..", "bench_grpc_echo.py"), "--sizes", "1048576",
-            "--seconds", "2", "--runs", "1", "--json"]
+            "--modes", "stream", "--seconds", "2", "--runs", "1", "--json"]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=True)
     return json.loads(result.stdout)[0]["mb_per_s"]
 
@@ -109,7 +110,7 @@ def rows(figures: dict) -> list[list[str]]:
             table.append([f"{case.title} ({unit})", _cell(replog), _cell(nats),
                           f"{replog['median'] / nats['median']:.2f}"])
     ceiling = spread(figures["grpc_ceiling_mb_per_s"])
-    table.append(["gRPC ceiling, 1 MiB unary calls (MB/s)", _cell(ceiling), "", ""])
+    table.append(["gRPC ceiling, 1 MiB stream messages (MB/s)", _cell(ceiling), "", ""])
     return table
 
 
