@@ -44,8 +44,26 @@ class RequestStream:
         self._writing = asyncio.Lock()  # one write at a time, and answers expected in write order
 
     async def request(self, message: Any, timeout_s: float) -> Any:
-        """Send one request and return its answer; raise StreamError when none comes within timeout_s."""
-        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        """Send one request and return its answer; raise StreamError when none comes within timeout_s.
+
+        The time limit covers the write too: a stream to a server that stopped
+        answering (paused, or cut off) may never take the message.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        answer: asyncio.Future[Any] = loop.create_future()
+        try:
+            await asyncio.wait_for(self._send(message, answer), timeout_s)
+            return await asyncio.wait_for(asyncio.shield(answer), max(0.0, deadline - loop.time()))
+        except TimeoutError:
+            if self._call is not None:  # stuck: every request on it is as late as this one
+                self._break(self._call, StreamError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                                    f"no answer within {timeout_s:g} s"))
+            if answer.done():
+                return answer.result()
+            raise StreamError(grpc.StatusCode.DEADLINE_EXCEEDED, f"no answer within {timeout_s:g} s") from None
+
+    async def _send(self, message: Any, answer: asyncio.Future[Any]) -> None:
         async with self._writing:
             call = self._open()
             self._waiting.append(answer)
@@ -53,11 +71,6 @@ class RequestStream:
                 await call.write(message)
             except (grpc.aio.AioRpcError, grpc.aio.UsageError, asyncio.InvalidStateError) as error:
                 self._break(call, _stream_error(error))
-        try:
-            return await asyncio.wait_for(asyncio.shield(answer), timeout_s)
-        except TimeoutError:
-            self._break(call, StreamError(grpc.StatusCode.DEADLINE_EXCEEDED, f"no answer within {timeout_s:g} s"))
-            return answer.result()
 
     def close(self) -> None:
         if self._call is not None:
