@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from tests.chaos.replicas import StoredBatch
+from tests.replicas import StoredBatch
 from tests.chaos.workload import ReaderHistory, WriterHistory
 
 EXAMPLES_MAX = 5

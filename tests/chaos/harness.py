@@ -18,7 +18,7 @@ import time
 
 from tests.chaos.checker import Report, check
 from tests.chaos.cluster import RECOVERY_S_MAX, ChaosCluster, ChaosError, wait_for
-from tests.chaos.replicas import batches
+from tests.replicas import batches
 from tests.chaos.workload import Reader, Writer, read_everything
 
 FIRST_ACKS_S_MAX = 30.0

@@ -13,7 +13,7 @@ import time
 from tests.chaos.cluster import FAILOVER_S_MAX, RECOVERY_S_MAX, SESSION_TIMEOUT_S, ChaosError, wait_for
 from tests.chaos.harness import ChaosRun
 from tests.chaos.netns import MEMBERS, PEER_KINDS
-from tests.chaos.replicas import batches, tear_last_segment
+from tests.replicas import batches, tear_last_segment
 
 BOUNCES = 5
 DWELL_S = (0.5, 2.0)  # how long a fault stands before it is undone, drawn per fault

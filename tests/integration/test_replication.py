@@ -10,7 +10,7 @@ import pytest
 
 from replog.client import Consumer, NewTopic, ProduceError, Producer, TopicPartition
 from tests.integration.cluster import wait_for
-from tests.integration.replicas import log_bytes_below
+from tests.replicas import batches
 
 pytestmark = pytest.mark.slow
 
@@ -54,7 +54,7 @@ def assert_replicas_identical(cluster, topic, partition, high_watermark):
     copies = {}
     for broker in cluster.status()["brokers"]:
         path = os.path.join(broker["data_dir"], f"{topic}-{partition}")
-        copies[broker["id"]] = log_bytes_below(path, high_watermark)
+        copies[broker["id"]] = b"".join(batch.data for batch in batches(path, below_offset=high_watermark))
     reference = copies[min(copies)]
     assert reference, "no batches below the high watermark"
     for broker_id, data in copies.items():

@@ -1,4 +1,4 @@
-"""Partition logs read straight from the brokers' data dirs, batch by batch."""
+"""Partition logs read straight from the brokers' data dirs, batch by batch, to compare replicas."""
 
 from __future__ import annotations
 
