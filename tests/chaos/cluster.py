@@ -35,7 +35,6 @@ CLUSTER_CONFIG = {
 SESSION_TIMEOUT_S = SESSION_TIMEOUT_MS / 1000
 FAILOVER_S_MAX = SESSION_TIMEOUT_S + 20
 RECOVERY_S_MAX = 60.0
-STARTING_S_MAX = 30.0
 
 
 class ChaosError(AssertionError):
@@ -64,7 +63,6 @@ class ChaosCluster:
         self.namespaces: dict[int, Namespace] = {}
         self.relays: dict[int, Relay] = {}
         self._admin: Admin | None = None
-        self.start_retries = 0
 
     # -- the command ---------------------------------------------------------------------------
 
@@ -130,42 +128,15 @@ class ChaosCluster:
         self.replog("dev", "kill", kind, str(member_id), "--signal", name)
 
     def start(self, kind: str, member_id: int) -> None:
-        """`replog dev start`, inside the broker's namespace if it has one.
-
-        Under heavy load `dev start` can report a process "exited while starting" that
-        goes on to serve: it looks at /proc/PID/cmdline right after spawning, and that is
-        empty until the kernel has finished exec'ing the new program. Such a start is
-        waited out here (and a process that really exited is started once more); both
-        are counted in `start_retries` and said on stderr, never taken for replication faults.
-        """
+        """`replog dev start`, inside the broker's namespace if it has one."""
         namespace = self.namespaces.get(member_id) if kind == "broker" else None
         prefix = tuple(namespace.exec_prefix()) if namespace else ()
-        try:
-            self.replog("dev", "start", kind, str(member_id), prefix=prefix)
-        except ChaosError as error:
-            if "exited while starting" not in str(error):
-                raise
-            self.start_retries += 1
-            print(f"chaos: `dev start {kind} {member_id}` said it exited while starting; waiting for it",
-                  file=sys.stderr)
-            try:
-                wait_for(lambda: self._serving(kind, member_id), STARTING_S_MAX, f"{kind} {member_id} to serve")
-            except ChaosError:
-                if self.alive(kind, member_id):
-                    raise
-                self.replog("dev", "start", kind, str(member_id), prefix=prefix)
-
-    def _serving(self, kind: str, member_id: int) -> bool:
-        from replog.dev.processes import health_status
-
-        plural = {"broker": "brokers", "controller": "controllers"}[kind]
-        address = next(m["address"] for m in self.state()[plural] if m["id"] == member_id)
-        return health_status(address, timeout_s=0.5) == "SERVING"
+        self.replog("dev", "start", kind, str(member_id), prefix=prefix)
 
     def alive(self, kind: str, member_id: int) -> bool:
-        from replog.dev.processes import is_alive
+        from replog.dev.cluster import Cluster
 
-        return is_alive(self.pid(kind, member_id), f"replog.{kind}")
+        return Cluster.load(self.data_dir).member(kind, member_id).alive
 
     def isolatable(self, broker_id: int) -> Relay:
         """Move a broker into a network namespace of its own behind a relay (a clean restart)."""
