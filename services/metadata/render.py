@@ -72,10 +72,12 @@ def metadata_response(image: MetadataImage, names: Collection[str]) -> metadata_
     return response
 
 
-def _followed(image: MetadataImage, follow: Collection[str]) -> dict[str, metadata_pb2.TopicMetadata]:
+def _followed(
+    image: MetadataImage, follow: Collection[str], only: Collection[str] | None = None
+) -> dict[str, metadata_pb2.TopicMetadata]:
     live = image.live_broker_ids
     return {name: topic_metadata(topic, live) for name, topic in image.topics.items()
-            if not follow or name in follow}
+            if (not follow or name in follow) and (only is None or name in only)}
 
 
 def _stream_message(image: MetadataImage, *, full_snapshot: bool) -> metadata_pb2.WatchMetadataResponse:
@@ -106,8 +108,15 @@ def delta(
     """
     old_brokers = {b.broker_id: b for b in before.brokers}
     new_brokers = {b.broker_id: b for b in after.brokers}
-    old_topics = _followed(before, follow)
-    new_topics = _followed(after, follow)
+    # Only the topics whose image changed can render differently, unless the live brokers did
+    # (leaders' liveness, offline replicas): rendering every topic of both images at every
+    # change made each stream cost far more than the change.
+    touched = None
+    if before.live_broker_ids == after.live_broker_ids:
+        touched = {name for name in before.topics.keys() | after.topics.keys()
+                   if before.topics.get(name) is not after.topics.get(name)}
+    old_topics = _followed(before, follow, touched)
+    new_topics = _followed(after, follow, touched)
     changed_brokers = [b for b, r in new_brokers.items() if old_brokers.get(b) != r]
     removed_brokers = sorted(old_brokers.keys() - new_brokers.keys())
     changed_topics = [t for name, t in new_topics.items() if old_topics.get(name) != t]
