@@ -43,8 +43,8 @@ T = TypeVar("T")
 
 
 # ZooKeeper refuses requests above jute.maxbuffer (1 MiB by default); a partition state
-# write is about 200 bytes, and its copy in the notification about 100, so this many
-# operations keep a multi far below it.
+# write is about 200 bytes, and each of its two copies in notifications about 100, so this
+# many operations keep a multi far below it.
 MULTI_OPS_MAX = 1000
 # After a failed watch read (connection lost), wait this long before reading again.
 WATCH_RETRY_S = 0.2
@@ -513,10 +513,13 @@ class MetadataStore:
         committed: dict[TopicPartition, int] = {}
         conflicts: set[TopicPartition] = set()
         chunk_size = MULTI_OPS_MAX - 2  # two ops are the epoch check and the notification
+        previous: list[StateWrite] = []
         for start in range(0, len(writes), chunk_size):
             chunk = writes[start:start + chunk_size]
             txn = self._fenced_transaction(lease)
-            self._notify_state_changes(txn, chunk)
+            # This multi's notification repeats the previous one's states: a reader that only
+            # gets to read it once this multi has landed misses neither batch.
+            self._notify_state_changes(txn, previous + chunk)
             for write in chunk:
                 txn.set_data(paths.partition_state(write.partition.topic, write.partition.partition),
                              write.state.to_json(), version=write.expected_zk_version)
@@ -525,7 +528,9 @@ class MetadataStore:
             if failure is None:
                 for write, stat in zip(chunk, results[2:]):
                     committed[write.partition] = stat.version
+                previous = chunk
                 continue
+            previous = []
             index, error = failure
             if index < 2 or not isinstance(error, (BadVersionError, NoNodeError)):
                 raise StoreError(f"writing partition states failed: {type(error).__name__} at operation {index}")
