@@ -79,6 +79,9 @@ class VersionedState:
 
     state: PartitionState
     zk_version: int
+    # When ZooKeeper applied the write (its server's clock, Unix ms; 0 for a state not read from
+    # ZooKeeper): the moment of the controller's decision, as `replog bench failover` times it.
+    modified_ms: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -452,7 +455,7 @@ class MetadataStore:
         except NoNodeError:
             return None
         try:
-            return VersionedState(PartitionState.from_json(data), stat.version)
+            return VersionedState(PartitionState.from_json(data), stat.version, stat.mtime)
         except RecordError as error:
             log.error("ignoring the state of %s: %s", partition, error)
             return None
