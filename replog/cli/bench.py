@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing
 import os
 import struct
@@ -18,6 +17,7 @@ from typing import Any
 
 from replog.cli.bench_failover import bench_failover
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.percentiles import percentiles_ms
 from replog.client import Admin, ClientError, Consumer, NewTopic, Producer, TopicPartition
 
 MiB = 1 << 20
@@ -100,17 +100,6 @@ def rates(records: int, record_size: int, elapsed_s: float) -> dict[str, float]:
     return {"records_per_s": round(records / elapsed_s, 1),
             "mb_per_s": round(records * record_size / elapsed_s / MiB, 2),
             "elapsed_s": round(elapsed_s, 3)}
-
-
-def percentiles_ms(latencies_ns: list[int]) -> dict[str, float]:
-    """p50, p99, p99.9 and max of the latencies: the smallest value with that share at or below it."""
-    ordered = sorted(latencies_ns)
-
-    def at(share: float) -> float:
-        index = min(len(ordered) - 1, max(0, math.ceil(share * len(ordered)) - 1))
-        return round(ordered[index] / 1e6, 3)
-
-    return {"p50_ms": at(0.50), "p99_ms": at(0.99), "p999_ms": at(0.999), "max_ms": at(1.0)}
 
 
 def paced_counts(total: int, rate: float | None, started_s: float, now_s: float, sent: int) -> int:
@@ -272,9 +261,14 @@ def _raise_first_failure(results: list) -> None:
 
 def summary(result: dict[str, Any]) -> str:
     if result["kind"] == "failover":
-        return (f"failover: SIG{result['signal']} to broker {result['broker']}, which led "
+        line = (f"failover: SIG{result['signal']} to broker {result['broker']}, which led "
                 f"{result['leaderships_moved']} of {result['partitions']} partitions: all had a new leader "
                 f"after {result['unavailable_s']} s")
+        if result["propagation_partitions"]:
+            line += (f"; from the controller's write to a WatchMetadata client: p50 {result['propagation_p50_ms']} ms, "
+                     f"p99 {result['propagation_p99_ms']} ms, max {result['propagation_max_ms']} ms "
+                     f"over {result['propagation_partitions']} partitions")
+        return line
     line = (f"{result['kind']}: {result['records']} records of {result['record_size']} bytes, acks={result['acks']}, "
             f"{result['partitions']} partitions, replication factor {result['replication_factor']}: "
             f"{result['records_per_s']:,.0f} records/s, {result['mb_per_s']:.2f} MiB/s")

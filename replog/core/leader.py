@@ -15,6 +15,7 @@ from .epoch_cache import EpochEndOffset
 from .errors import ErrorCode
 from .invariant import require
 from .isr import (
+    UNKNOWN_OFFSET,
     CommittedIsr,
     FollowerProgress,
     IsrEvent,
@@ -76,12 +77,13 @@ class LeaderRole:
         self._log = log
         self._outbox = outbox
         self._isr: IsrState = CommittedIsr(state.isr)
-        # ISR members get a full lag time to fetch from their new leader.
+        # ISR members get a full lag time to fetch from their new leader (restarted at the first tick).
         self._progress = {
             replica: FollowerProgress(last_caught_up_time_ms=now_ms if replica in state.isr else 0)
             for replica in state.replicas
             if replica != broker_id
         }
+        self._ticked = False
         self._waiters: deque[_Waiter] = deque()
         self._no_proposal_before_ms = now_ms
         log.start_epoch(state.leader_epoch)
@@ -315,9 +317,21 @@ class LeaderRole:
     # -- time and the end of leadership ---------------------------------------
 
     def tick(self, now_ms: int) -> None:
+        if not self._ticked:
+            self._restart_lag_clocks(now_ms)
         self._expire_waiters(now_ms)
         self._resend_unanswered_proposal(now_ms)
         self._maybe_shrink_isr(now_ms)
+
+    def _restart_lag_clocks(self, now_ms: int) -> None:
+        """A leader serves no fetch before its broker gets back to its loop, which one LeaderAndIsr
+        opening a thousand partitions can hold for seconds: ISR members that have not fetched
+        yet get their full lag time from the first tick, not from when leadership was decided."""
+        self._ticked = True
+        for replica in self._isr.isr:
+            follower = self._progress.get(replica)
+            if follower is not None and follower.log_end_offset == UNKNOWN_OFFSET:
+                follower.last_caught_up_time_ms = max(follower.last_caught_up_time_ms, now_ms)
 
     def resign(self, error: ErrorCode) -> None:
         """Leadership ends: every waiting producer learns it now, not at its timeout."""

@@ -9,9 +9,12 @@ CONFIG_TOPICS = "/config/topics"
 ADMIN_DELETE_TOPICS = "/admin/delete_topics"
 ADMIN_REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+# The states the controller's latest write changed, set in the same multi (replog's own znode).
+PARTITION_STATE_NOTIFICATION = "/partition_state_notification"
 
 # Created once by whichever process gets there first; never deleted.
-PERSISTENT_ROOTS = (BROKER_IDS, BROKER_TOPICS, CONFIG_TOPICS, ADMIN_DELETE_TOPICS, "/cluster")
+PERSISTENT_ROOTS = (BROKER_IDS, BROKER_TOPICS, CONFIG_TOPICS, ADMIN_DELETE_TOPICS, "/cluster",
+                    PARTITION_STATE_NOTIFICATION)
 
 
 def broker(broker_id: int) -> str:

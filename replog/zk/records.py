@@ -12,6 +12,8 @@ ZooKeeper-era znodes, with the partition epoch added to the state:
          "controller_epoch": 4, "partition_epoch": 0}
     /config/topics/<topic>                        topic configs
         {"version": 1, "config": {"min.insync.replicas": "2"}}
+    /partition_state_notification                 StateChanges
+        {"version": 1, "partitions": {"orders": {"0": {"leader": 2, ...}}}}
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ NO_LEADER = -1
 TOPIC_VERSION = 3
 PARTITION_STATE_VERSION = 1
 TOPIC_CONFIG_VERSION = 1
+STATE_CHANGES_VERSION = 1
 
 
 class RecordError(ValueError):
@@ -94,28 +97,57 @@ class PartitionState:
         return self.leader != NO_LEADER
 
     def to_json(self) -> bytes:
-        return _dump({
-            "version": PARTITION_STATE_VERSION,
-            "leader": self.leader,
-            "leader_epoch": self.leader_epoch,
-            "isr": list(self.isr),
-            "controller_epoch": self.controller_epoch,
-            "partition_epoch": self.partition_epoch,
-        })
+        return _dump({"version": PARTITION_STATE_VERSION, **_state_fields(self)})
 
     @classmethod
     def from_json(cls, data: bytes) -> PartitionState:
         fields = _load(data, "partition state")
         try:
-            return cls(
-                leader=int(fields["leader"]),
-                leader_epoch=int(fields["leader_epoch"]),
-                isr=tuple(int(b) for b in fields["isr"]),
-                controller_epoch=int(fields["controller_epoch"]),
-                partition_epoch=int(fields.get("partition_epoch", 0)),
-            )
+            return _state_from_fields(fields)
         except (KeyError, TypeError, ValueError) as error:
             raise RecordError(f"partition state znode is malformed: {error!r}") from None
+
+
+def _state_fields(state: PartitionState) -> dict[str, Any]:
+    return {"leader": state.leader, "leader_epoch": state.leader_epoch, "isr": list(state.isr),
+            "controller_epoch": state.controller_epoch, "partition_epoch": state.partition_epoch}
+
+
+def _state_from_fields(fields: Mapping[str, Any]) -> PartitionState:
+    return PartitionState(
+        leader=int(fields["leader"]),
+        leader_epoch=int(fields["leader_epoch"]),
+        isr=tuple(int(b) for b in fields["isr"]),
+        controller_epoch=int(fields["controller_epoch"]),
+        partition_epoch=int(fields.get("partition_epoch", 0)),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class StateChanges:
+    """The partition states one controller write set, as /partition_state_notification carries them.
+
+    Written in the same multi as the states themselves, so a reader learns a whole
+    batch from one znode instead of from a watch per state.
+    """
+
+    states: Mapping[TopicPartition, PartitionState]
+
+    def to_json(self) -> bytes:
+        topics: dict[str, dict[str, Any]] = {}
+        for partition, state in self.states.items():
+            topics.setdefault(partition.topic, {})[str(partition.partition)] = _state_fields(state)
+        return _dump({"version": STATE_CHANGES_VERSION, "partitions": topics})
+
+    @classmethod
+    def from_json(cls, data: bytes) -> StateChanges:
+        fields = _load(data, "partition state notification")
+        try:
+            return cls({TopicPartition(topic, int(p)): _state_from_fields(state)
+                        for topic, partitions in dict(fields.get("partitions", {})).items()
+                        for p, state in dict(partitions).items()})
+        except (KeyError, TypeError, ValueError) as error:
+            raise RecordError(f"partition state notification is malformed: {error!r}") from None
 
 
 def topic_config_to_json(config: Mapping[str, str]) -> bytes:

@@ -30,6 +30,7 @@ from replog.zk import paths
 from replog.zk.records import (
     PartitionState,
     RecordError,
+    StateChanges,
     TopicAssignment,
     TopicPartition,
     topic_config_from_json,
@@ -42,7 +43,8 @@ T = TypeVar("T")
 
 
 # ZooKeeper refuses requests above jute.maxbuffer (1 MiB by default); a partition state
-# write is about 200 bytes, so this many operations keep a multi far below it.
+# write is about 200 bytes, and each of its two copies in notifications about 100, so this
+# many operations keep a multi far below it.
 MULTI_OPS_MAX = 1000
 # After a failed watch read (connection lost), wait this long before reading again.
 WATCH_RETRY_S = 0.2
@@ -77,6 +79,9 @@ class VersionedState:
 
     state: PartitionState
     zk_version: int
+    # When ZooKeeper applied the write (its server's clock, Unix ms; 0 for a state not read from
+    # ZooKeeper): the moment of the controller's decision, as `replog bench failover` times it.
+    modified_ms: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -450,7 +455,7 @@ class MetadataStore:
         except NoNodeError:
             return None
         try:
-            return VersionedState(PartitionState.from_json(data), stat.version)
+            return VersionedState(PartitionState.from_json(data), stat.version, stat.mtime)
         except RecordError as error:
             log.error("ignoring the state of %s: %s", partition, error)
             return None
@@ -510,23 +515,29 @@ class MetadataStore:
         """
         committed: dict[TopicPartition, int] = {}
         conflicts: set[TopicPartition] = set()
-        chunk_size = MULTI_OPS_MAX - 1  # one op is the epoch check
+        chunk_size = MULTI_OPS_MAX - 2  # two ops are the epoch check and the notification
+        previous: list[StateWrite] = []
         for start in range(0, len(writes), chunk_size):
             chunk = writes[start:start + chunk_size]
             txn = self._fenced_transaction(lease)
+            # This multi's notification repeats the previous one's states: a reader that only
+            # gets to read it once this multi has landed misses neither batch.
+            self._notify_state_changes(txn, previous + chunk)
             for write in chunk:
                 txn.set_data(paths.partition_state(write.partition.topic, write.partition.partition),
                              write.state.to_json(), version=write.expected_zk_version)
             results = await self._commit(txn)
             failure = _first_failure(results)
             if failure is None:
-                for write, stat in zip(chunk, results[1:]):
+                for write, stat in zip(chunk, results[2:]):
                     committed[write.partition] = stat.version
+                previous = chunk
                 continue
+            previous = []
             index, error = failure
-            if not isinstance(error, (BadVersionError, NoNodeError)):
-                raise StoreError(f"writing partition states failed: {type(error).__name__}")
-            conflicts.add(chunk[index - 1].partition)
+            if index < 2 or not isinstance(error, (BadVersionError, NoNodeError)):
+                raise StoreError(f"writing partition states failed: {type(error).__name__} at operation {index}")
+            conflicts.add(chunk[index - 2].partition)
         return StateWriteResult(committed, frozenset(conflicts))
 
     async def add_partitions(
@@ -557,16 +568,17 @@ class MetadataStore:
         one multi, each on condition of its version (a reassignment's steps). Returns the
         topic znode's new version and each state's. Raises StaleVersionError,
         ControllerFencedError, WriteOutcomeUnknown."""
-        if len(writes) + 2 > MULTI_OPS_MAX:
+        if len(writes) + 3 > MULTI_OPS_MAX:
             raise ValueError(f"{len(writes)} partition states do not fit one multi with their topic")
         txn = self._fenced_transaction(lease)
         txn.set_data(paths.topic(name), assignment.to_json(), version=expected_zk_version)
+        self._notify_state_changes(txn, writes)
         for write in writes:
             txn.set_data(paths.partition_state(write.partition.topic, write.partition.partition),
                          write.state.to_json(), version=write.expected_zk_version)
         results = await self._commit(txn)
         self._raise_failure(results, f"changing the replicas of topic {name!r}")
-        return results[1].version, {write.partition: stat.version for write, stat in zip(writes, results[2:])}
+        return results[1].version, {write.partition: stat.version for write, stat in zip(writes, results[3:])}
 
     async def write_topic_config(self, lease: ControllerLease, name: str, config: dict[str, str]) -> None:
         """Replace /config/topics/<topic> (created if absent). Raises StaleVersionError,
@@ -644,6 +656,14 @@ class MetadataStore:
                                     "ZooKeeper changed since it was read")
         raise StoreError(f"{what} failed: {type(error).__name__} at operation {index}")
 
+    @staticmethod
+    def _notify_state_changes(txn: Any, writes: list[StateWrite]) -> None:
+        """Set /partition_state_notification to the states this multi writes: its readers learn the
+        batch from one znode, however many states it holds (see watch_state_changes)."""
+        if writes:
+            changes = StateChanges({write.partition: write.state for write in writes})
+            txn.set_data(paths.PARTITION_STATE_NOTIFICATION, changes.to_json())
+
     def _fenced_transaction(self, lease: ControllerLease) -> Any:
         txn = self._zk.transaction()
         txn.check(paths.CONTROLLER_EPOCH, version=lease.epoch_zk_version)
@@ -690,6 +710,25 @@ class MetadataStore:
         """Call handler on the loop with the partition's state now and after each change (None: gone)."""
         path = paths.partition_state(partition.topic, partition.partition)
         return self._watch_data(path, PartitionState.from_json, handler)
+
+    def watch_state_changes(self, handler: Callable[[Watched[StateChanges]], None]) -> Watch:
+        """Call handler on the loop with the states of the controller's latest write, after each one.
+
+        One read per write however many states it changed, where a watch per state costs a
+        notification and a read each: on a session of its own (so that those thousands of
+        notifications do not queue ahead of it), a reader learns a whole election in one
+        round trip. Two writes in quick succession may show only the second; the states of
+        the first still arrive through their own watches.
+        """
+
+        def decode(data: bytes) -> StateChanges:
+            return StateChanges.from_json(data) if data else StateChanges({})
+
+        def on_changes(changes: Watched[StateChanges] | None) -> None:
+            if changes is not None:
+                handler(changes)
+
+        return self._watch_data(paths.PARTITION_STATE_NOTIFICATION, decode, on_changes)
 
     def _watch_data(
         self, path: str, decode: Callable[[bytes], T], handler: Callable[[Watched[T] | None], None]

@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -68,6 +69,9 @@ class Partitions:
         self._send_fetch = send_fetch
         self._propose_isr = propose_isr
         self.by_name: dict[TopicPartition, PartitionDriver] = {}
+        # How many of by_name live in each log dir: a LeaderAndIsr opening a thousand partitions
+        # must not count the hosted ones a thousand times over (it held the loop for seconds).
+        self._hosted_per_log_dir: Counter[str] = Counter()
         self.controller_epoch = 0
         self.produce_waiters: dict[int, asyncio.Future[CompleteProduce]] = {}
         self._data_changed = asyncio.Event()
@@ -93,6 +97,7 @@ class Partitions:
         for driver in self.by_name.values():
             driver.log.close()
         self.by_name.clear()
+        self._hosted_per_log_dir.clear()
 
     # -- Sink for PartitionDriver -------------------------------------------------------
 
@@ -156,6 +161,7 @@ class Partitions:
         driver = self.by_name.pop((topic, partition), None)
         if driver is None:
             return ErrorCode.NONE
+        self._hosted_per_log_dir[str(driver.log.directory.parent)] -= 1
         now = now_ms()
         driver.replica.stop(now)
         self._apply(driver, now)
@@ -184,6 +190,7 @@ class Partitions:
         )
         driver = PartitionDriver(topic, partition, replica, partition_log, self)
         self.by_name[key] = driver
+        self._hosted_per_log_dir[log_dir] += 1
         log.info("%s opened in %s: log %d..%d, high watermark %d", driver.name, log_dir,
                  partition_log.log_start_offset, partition_log.log_end_offset, replica.high_watermark)
         return driver
@@ -193,10 +200,7 @@ class Partitions:
         for log_dir in self._log_dirs:
             if os.path.isdir(partition_directory(log_dir, topic, partition)):
                 return log_dir
-        counts = {d: 0 for d in self._log_dirs}
-        for driver in self.by_name.values():
-            counts[str(driver.log.directory.parent)] = counts.get(str(driver.log.directory.parent), 0) + 1
-        return min(self._log_dirs, key=lambda d: counts.get(d, 0))
+        return min(self._log_dirs, key=lambda d: self._hosted_per_log_dir[d])
 
     # -- driving the cores ------------------------------------------------------------------
 

@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("replog.controller")
 
-# Partitions of one topic changed in one multi (with the topic znode and the epoch check).
-PARTITIONS_PER_STEP_MAX = MULTI_OPS_MAX - 2
+# Partitions of one topic changed in one multi (with the epoch check, the topic znode and the
+# partition state notification).
+PARTITIONS_PER_STEP_MAX = MULTI_OPS_MAX - 3
 
 
 @dataclasses.dataclass(frozen=True)

@@ -72,10 +72,13 @@ def metadata_response(image: MetadataImage, names: Collection[str]) -> metadata_
     return response
 
 
-def _followed(image: MetadataImage, follow: Collection[str]) -> dict[str, metadata_pb2.TopicMetadata]:
+def _followed(
+    image: MetadataImage, follow: Collection[str], only: Collection[str] | None = None
+) -> dict[str, metadata_pb2.TopicMetadata]:
+    """The followed topics (all when `follow` is empty), rendered; only those in `only` if given."""
     live = image.live_broker_ids
     return {name: topic_metadata(topic, live) for name, topic in image.topics.items()
-            if not follow or name in follow}
+            if (not follow or name in follow) and (only is None or name in only)}
 
 
 def _stream_message(image: MetadataImage, *, full_snapshot: bool) -> metadata_pb2.WatchMetadataResponse:
@@ -106,12 +109,24 @@ def delta(
     """
     old_brokers = {b.broker_id: b for b in before.brokers}
     new_brokers = {b.broker_id: b for b in after.brokers}
-    old_topics = _followed(before, follow)
-    new_topics = _followed(after, follow)
     changed_brokers = [b for b, r in new_brokers.items() if old_brokers.get(b) != r]
     removed_brokers = sorted(old_brokers.keys() - new_brokers.keys())
-    changed_topics = [t for name, t in new_topics.items() if old_topics.get(name) != t]
-    removed_topics = sorted(old_topics.keys() - new_topics.keys())
+    if before.live_broker_ids == after.live_broker_ids:
+        # Only a topic whose image was replaced can render differently (the service replaces
+        # a topic's image only when it changed): rendering every topic of both images at
+        # every change made each stream cost far more than the change.
+        replaced = {name for name in before.topics.keys() | after.topics.keys()
+                    if before.topics.get(name) is not after.topics.get(name)}
+        new_topics = _followed(after, follow, replaced)
+        changed_topics = list(new_topics.values())
+        removed_topics = sorted(name for name in replaced - after.topics.keys()
+                                if name in before.topics and (not follow or name in follow))
+    else:
+        # Leaders' liveness and offline replicas may have changed in any topic.
+        old_topics = _followed(before, follow)
+        new_topics = _followed(after, follow)
+        changed_topics = [t for name, t in new_topics.items() if old_topics.get(name) != t]
+        removed_topics = sorted(old_topics.keys() - new_topics.keys())
     controller_changed = before.controller != after.controller or before.cluster_id != after.cluster_id
     if not (changed_brokers or removed_brokers or changed_topics or removed_topics or controller_changed):
         return None

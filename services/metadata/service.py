@@ -32,11 +32,11 @@ WATCH_STREAMS_MAX = 1000
 
 class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
     def __init__(self, config: configuration.Config) -> None:
-        self._store = MetadataStore(
+        self._store, self._notifications = (MetadataStore(
             config["zookeeper.connect"],
             session_timeout_ms=config["zookeeper.session.timeout.ms"],
             connection_timeout_ms=config["zookeeper.connection.timeout.ms"],
-        )
+        ) for _ in range(2))
         self.image = MetadataImage()
         self._refresh = CoalescingJob(self._refresh_brokers)
         self._topics = TopicFollower(self._store, self._on_topic_dirty)
@@ -55,9 +55,13 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
         self._store.watch_broker_ids(self._on_broker_ids)
         self._store.watch_controller(self._on_controller)
         self._topics.start()
+        # Its own session: the notification of each state's watch must not queue ahead of it.
+        await self._notifications.start()
+        self._notifications.watch_state_changes(self._topics.on_state_changes)
 
     async def stop(self) -> None:
         self._refresh.cancel()
+        await self._notifications.stop()
         await self._store.stop()
 
     def _publish(self, image: MetadataImage) -> None:

@@ -2,6 +2,9 @@
 
 Watch events only record what arrived and mark the topic dirty; the metadata
 service turns all the dirty topics into one new image per burst of events.
+The states a controller write changed also arrive together, from the partition
+state notification it sets in the same multi; the watch of each state then only
+confirms them (or brings one that a quick second write hid from the notification).
 
 A topic marked for deletion (`/admin/delete_topics/<topic>`) leaves the image
 at once, as Kafka's brokers drop it from their metadata caches, although its
@@ -17,7 +20,7 @@ import dataclasses
 from collections.abc import Callable
 
 from replog.metadata.image import TopicImage
-from replog.zk.records import PartitionState, TopicAssignment, TopicPartition
+from replog.zk.records import PartitionState, StateChanges, TopicAssignment, TopicPartition
 from replog.zk.store import MetadataStore, Watch, Watched
 
 
@@ -104,6 +107,18 @@ class TopicFollower:
             topic.states.pop(partition, None)
         self._on_dirty(name)
 
+    def on_state_changes(self, changes: Watched[StateChanges]) -> None:
+        """The states one controller write set, all at once (ahead of their own watches).
+
+        A state belongs to the topic as this follower knows it if the write came after that
+        topic znode was created; a topic not known yet is read whole when it is.
+        """
+        for partition, state in changes.value.states.items():
+            topic = self._topics.get(partition.topic)
+            if topic is None or topic.assignment is None or topic.assignment.created_zxid >= changes.modified_zxid:
+                continue
+            self._on_state(partition, Watched(state, topic.assignment.created_zxid, changes.modified_zxid))
+
     def _on_state(self, partition: TopicPartition, state: Watched[PartitionState] | None) -> None:
         topic = self._topics.get(partition.topic)
         if topic is None or partition.partition not in topic.state_watches:
@@ -111,6 +126,8 @@ class TopicFollower:
         known = topic.states.get(partition.partition)
         if state is None:
             topic.states.pop(partition.partition, None)
-        elif known is None or state.modified_zxid >= known.modified_zxid:
+        elif known is None or state.modified_zxid > known.modified_zxid:
             topic.states[partition.partition] = state
+        else:
+            return  # the notification brought this value already, or a newer one
         self._on_dirty(partition.topic)

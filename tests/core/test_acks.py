@@ -112,6 +112,7 @@ def test_the_leaders_own_shrink_below_min_fails_waiting_producers_when_accepted(
     leader, _, _ = leader_with_followers(min_insync_replicas=2, isr=(1, 2))
     leader.replica.handle_produce(produce("a", timeout_ms=10_000), 0)
     leader.apply()
+    leader.replica.tick(0)  # the lag clock runs from the leader's first tick
     leader.replica.tick(2_000)  # follower 2 never fetched: out of sync
     leader.apply(2_000)
     proposal = leader.proposals.pop()

@@ -164,6 +164,23 @@ def test_lagging_follower_is_proposed_out_and_counts_until_the_controller_agrees
     assert node.replica.high_watermark == 2
 
 
+def test_followers_get_their_lag_time_from_the_leaders_first_tick_when_becoming_leader_held_the_broker():
+    # One LeaderAndIsr opening a thousand partitions kept the broker from its loop for longer than
+    # the lag time: nobody could fetch yet, so nobody is out of sync yet.
+    node = leader_node(isr=(1, 2, 3))
+    first_tick_ms = 3 * LAG_MS
+    node.replica.tick(first_tick_ms)
+    node.apply(first_tick_ms)
+    assert node.proposals == []
+    fetch(node, 2, 0, now_ms=first_tick_ms + 10)
+    node.replica.tick(first_tick_ms + LAG_MS)
+    node.apply(first_tick_ms + LAG_MS)
+    assert node.proposals == []
+    node.replica.tick(first_tick_ms + LAG_MS + 1)
+    node.apply(first_tick_ms + LAG_MS + 1)
+    assert node.proposals.pop().request.isr == (1, 2), "a follower that never fetches still leaves"
+
+
 @pytest.mark.parametrize(
     "error", [ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.INELIGIBLE_REPLICA]
 )

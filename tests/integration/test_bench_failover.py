@@ -17,5 +17,7 @@ def test_failover_reports_the_time_without_a_leader_and_restores_the_broker(clus
     assert 0 < result["unavailable_s"] <= SESSION_TIMEOUT_S + 5
     if signal == "TERM":
         assert result["unavailable_s"] < SESSION_TIMEOUT_S, "a controlled shutdown does not wait for the session"
+    assert result["propagation_partitions"] >= 1, "the delay from the controller's write to the stream is measured"
+    assert 0 <= result["propagation_p50_ms"] <= result["propagation_p99_ms"] < result["unavailable_s"] * 1000
     broker = next(b for b in cluster.status()["brokers"] if b["id"] == result["broker"])
     assert broker["alive"], "the stopped broker is started again"

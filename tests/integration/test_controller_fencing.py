@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from replog.zk.records import PartitionState, TopicAssignment, TopicPartition
-from replog.zk.store import ControllerFencedError, MetadataStore, StateWrite, TopicExistsError
+from replog.zk.store import MULTI_OPS_MAX, ControllerFencedError, MetadataStore, StateWrite, TopicExistsError
 from tests.integration.cluster import LocalCluster
 
 pytestmark = pytest.mark.slow
@@ -108,3 +108,39 @@ def test_a_topic_is_written_whole(zookeeper):
         assert await store.topic_names() == ["whole"]
 
     run(zookeeper, 1, scenario)
+
+
+def test_the_states_of_a_write_are_notified_together_and_a_refused_write_notifies_nothing(zookeeper):
+    async def scenario(store: MetadataStore, reader: MetadataStore) -> None:
+        lease = await store.elect_controller(1, "127.0.0.1", 1)
+        await store.create_topic(lease, "orders", *new_topic((1, 2, 3)))
+        notified: asyncio.Queue = asyncio.Queue()
+        reader.watch_state_changes(notified.put_nowait)
+        assert (await asyncio.wait_for(notified.get(), 5)).value.states == {}, "no state was changed yet"
+        p0, p1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+        shrunk = PartitionState(1, 0, (1, 2), lease.epoch, 1)
+        refused = await store.write_partition_states(lease, [StateWrite(p0, shrunk, 0), StateWrite(p1, shrunk, 5)])
+        assert refused.conflicts == {p1}
+        await store.write_partition_states(lease, [StateWrite(p0, shrunk, 0), StateWrite(p1, shrunk, 0)])
+        changes = await asyncio.wait_for(notified.get(), 5)
+        assert changes.value.states == {p0: shrunk, p1: shrunk}
+
+    run(zookeeper, 2, scenario)
+
+
+def test_the_last_notification_of_a_write_in_several_multis_holds_the_multi_before_it_too(zookeeper):
+    async def scenario(store: MetadataStore, reader: MetadataStore) -> None:
+        lease = await store.elect_controller(1, "127.0.0.1", 1)
+        count = MULTI_OPS_MAX  # one multi holds fewer states than that
+        assignment = TopicAssignment(uuid.uuid4().hex, {p: (1, 2) for p in range(count)})
+        await store.create_topic(lease, "wide", assignment, {}, {p: PartitionState(1, 0, (1, 2), 1, 0)
+                                                                 for p in range(count)})
+        moved = PartitionState(2, 1, (2,), lease.epoch, 1)
+        writes = [StateWrite(TopicPartition("wide", p), moved, 0) for p in range(count)]
+        assert len((await store.write_partition_states(lease, writes)).committed) == count
+        latest: asyncio.Queue = asyncio.Queue()
+        reader.watch_state_changes(latest.put_nowait)
+        changes = await asyncio.wait_for(latest.get(), 5)
+        assert changes.value.states == {write.partition: moved for write in writes}
+
+    run(zookeeper, 2, scenario)

@@ -30,6 +30,7 @@ pytestmark = pytest.mark.slow
 
 LEADERSHIPS = 1000
 SHUTDOWN_S_MAX = 1.0
+SHUTDOWN_WAIT_S = 5.0  # well under the session timeout: a controlled shutdown does not wait for it
 
 
 def call_controller(cluster, method: str, request):
@@ -81,6 +82,29 @@ def test_a_broker_shutting_down_hands_over_its_leaderships_and_is_kept_out_until
     cluster("dev", "start", "broker", "1")
     wait_for(lambda: all(1 in m.isr for m in partitions(cluster, "draining").values()), 30,
              "broker 1 to rejoin every ISR after its restart")
+
+
+def test_a_broker_stopped_again_soon_after_its_restart_hands_over_every_leadership_again(new_cluster):
+    """A rolling restart that comes round to a broker twice: its second controlled shutdown must
+    find it an ordinary broker again (out of the shutting-down set, back in the ISRs)."""
+    new_cluster.up("--brokers", "3", "--controllers", "1")
+    new_cluster("topics", "create", "rolling", "--partitions", "30", "--replication-factor", "3")
+    preferred = {p for p, m in partitions(new_cluster, "rolling").items() if m.replicas[0] == 2}
+    for round_ in (1, 2):
+        wait_for(lambda: {p for p, m in partitions(new_cluster, "rolling").items() if m.leader == 2} == preferred
+                 and all(sorted(m.isr) == [1, 2, 3] for m in partitions(new_cluster, "rolling").values()),
+                 30, f"broker 2 to lead its preferred partitions with full ISRs (round {round_})")
+        new_cluster("dev", "kill", "broker", "2", "--signal", "TERM")
+        wait_for(lambda: all(m.leader not in (2, -1) and 2 not in m.isr
+                             for m in partitions(new_cluster, "rolling").values()), SHUTDOWN_WAIT_S,
+                 f"broker 2's controlled shutdown to move every leadership and ISR place (round {round_})")
+        wait_for(lambda: not next(b for b in new_cluster.status()["brokers"] if b["id"] == 2)["alive"], 30,
+                 "broker 2 to exit")
+        new_cluster("dev", "start", "broker", "2")
+        wait_for(lambda: all(2 in m.isr for m in partitions(new_cluster, "rolling").values()), 30,
+                 f"broker 2 to rejoin every ISR after its restart (round {round_})")
+        new_cluster("leader-election", "--election-type", "preferred", "--all-topic-partitions")
+    assert "still leading" not in new_cluster.log_text("broker", 2)
 
 
 def test_a_broker_leading_a_thousand_partitions_is_drained_in_well_under_a_second(cluster):
