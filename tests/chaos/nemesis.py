@@ -235,6 +235,10 @@ def tear_follower_tail(run: ChaosRun) -> None:
     """kill -9 a follower and cut its last segments at a random byte (lost unflushed pages); restart it."""
     partition, _ = leader_of_some_partition(run)
     victim = follower_of(run, partition)
+    # A tail to lose: every replica on the victim has replicated something (a fault right
+    # after the topic's creation would otherwise find empty logs).
+    wait_for(lambda: all(batches(run.partition_dir(victim, each)) for each in range(run.partitions)),
+             RECOVERY_S_MAX, f"broker {victim} to hold records of every partition")
     run.fault(f"SIGKILL broker {victim} (a follower of partition {partition}), its segment tails torn")
     run.cluster.signal("broker", victim, "KILL")
     for each in range(run.partitions):
