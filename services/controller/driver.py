@@ -459,7 +459,9 @@ class Controller:
         Returns the changes that are now in ZooKeeper, and the view matches them.
         """
         applied: list[PartitionChange] = []
-        pending = changes
+        # Leadership changes first: when a pass takes more than one multi (a broker's death leaves
+        # a thousand ISRs as well), the new leaders, which clients wait for, land with the first.
+        pending = sorted(changes, key=lambda change: not change.leader_changed)
         for _ in range(PERSIST_ROUNDS_MAX):
             if not pending:
                 break
