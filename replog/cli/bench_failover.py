@@ -27,7 +27,7 @@ from replog.api.metadata.v1 import metadata_pb2, metadata_pb2_grpc
 from replog.cli.percentiles import percentiles_ms
 from replog.client import Admin, ClientError
 from replog.dev import cluster as local
-from replog.dev.processes import DevError, port_in_use, send_signal, wait_until
+from replog.dev.processes import DevError, send_signal, wait_until
 from replog.zk.records import NO_LEADER
 from replog.zk.store import MetadataStore, StoreError, VersionedState
 
@@ -78,16 +78,9 @@ def bench_failover(bootstrap: str, topic: str, args: argparse.Namespace) -> dict
 
 
 def _restart(cluster: local.Cluster, member: local.Member) -> None:
-    # The process can look gone (its main thread a zombie) while its other threads, exiting
-    # still, hold its listening ports for a moment: wait for those too.
-    wait_until(lambda: not member.alive and not _listening(member), EXIT_WAIT_S_MAX)
+    wait_until(lambda: not member.alive, EXIT_WAIT_S_MAX)
     cluster.record_pid(member, None)
     local.start(cluster, "broker", member.id)
-
-
-def _listening(member: local.Member) -> bool:
-    return any(port_in_use(host, int(port)) for host, port in
-               (address.rsplit(":", 1) for address in (member.address, member.metrics_address)))
 
 
 def _poll(condition: Callable[[], bool], timeout_s: float) -> bool:

@@ -36,6 +36,7 @@ CLUSTER_FILE = "cluster.json"
 DEFAULT_DATA_DIR = ".replog"
 HOST = "127.0.0.1"
 KILL_WAIT_S_MAX = 10.0
+PORT_FREE_WAIT_S_MAX = 5.0
 TERM_WAIT_S_MAX = 60.0
 
 # Test-friendly timeouts (DESIGN §9); production defaults stay Kafka's.
@@ -186,7 +187,9 @@ class Cluster:
         host, port = member.address.rsplit(":", 1)
         metrics_host, metrics_port = member.metrics_address.rsplit(":", 1)
         for what, h, p in (("port", host, port), ("metrics port", metrics_host, metrics_port)):
-            if port_in_use(h, int(p)):
+            # The kernel may report a killed member gone while its last threads still hold
+            # its sockets: give them a moment before blaming another program.
+            if not wait_until(lambda: not port_in_use(h, int(p)), PORT_FREE_WAIT_S_MAX):
                 raise DevError(
                     f"{member.name} cannot start: its {what} {p} is in use by another program; "
                     "stop that program, or create the cluster again with another --base-port."
