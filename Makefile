@@ -12,12 +12,18 @@ DEMO_DIR ?= .replog
 
 setup: $(STAMP)
 
-# ZooKeeper's server jar and a headless Java come from Debian's packages.
+# ZooKeeper's server jar and a headless Java come from Debian's packages, and so do a C
+# compiler and Python's headers for the consumer's record decoder when they are missing.
 $(APT_STAMP):
 	@if ! command -v java >/dev/null 2>&1 || [ ! -f /usr/share/java/zookeeper.jar ]; then \
 	  echo "installing the system packages: zookeeper, default-jre-headless"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq zookeeper default-jre-headless >/dev/null; \
+	fi
+	@if ! command -v cc >/dev/null 2>&1 || ! $(PYTHON) -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then \
+	  echo "installing the system packages: gcc, $(PYTHON)-dev"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq gcc $(PYTHON)-dev >/dev/null; \
 	fi
 	@mkdir -p $(VENV) && touch $@
 
