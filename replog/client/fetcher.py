@@ -108,6 +108,7 @@ class Fetcher:
         resets: dict[int, list[tuple[TopicPartition, int, int, str]]] = {}
         validations: dict[int, list[tuple[TopicPartition, int, int, int]]] = {}
         fetches: dict[int, list[tuple[TopicPartition, int, int, int]]] = {}
+        held_back: set[int] = set()  # leaders with a partition whose answers fill its buffer
         leaderless = False
         with self._lock:
             buffered = self._buffer.buffered()
@@ -126,9 +127,12 @@ class Fetcher:
                 elif part.state is State.AWAIT_VALIDATION:
                     part.request_in_flight = True
                     validations.setdefault(leader, []).append((tp, part.generation, part.leader_epoch, part.last_epoch))
-                elif (part.state is State.FETCHING and leader not in self._busy_leaders
-                      and buffered[tp] < MAX_BUFFERED_FETCHES):
-                    fetches.setdefault(leader, []).append((tp, part.generation, part.leader_epoch, part.fetch_offset))
+                elif part.state is State.FETCHING and leader not in self._busy_leaders:
+                    if buffered[tp] < MAX_BUFFERED_FETCHES:
+                        fetches.setdefault(leader, []).append(
+                            (tp, part.generation, part.leader_epoch, part.fetch_offset))
+                    else:
+                        held_back.add(leader)
         if leaderless or self._metadata.is_stale:
             self._metadata.request_update()
         for leader, items in resets.items():
@@ -136,6 +140,12 @@ class Fetcher:
         for leader, items in validations.items():
             self._spawn(self._validate(leader, metadata, items))
         for leader, items in fetches.items():
+            if leader in held_back:
+                # A fetch for the leader's other partitions alone would long-poll up to
+                # fetch_max_wait_ms, and the held-back partition could not be fetched again
+                # before it returns: wait for poll() to take the buffered answers, then
+                # fetch them all together.
+                continue
             self._busy_leaders.add(leader)
             self._spawn(self._fetch(leader, metadata, items))
 
