@@ -56,24 +56,12 @@ def tear_last_segment(partition_dir: str, rng: random.Random) -> tuple[str, int,
         raise AssertionError(f"{partition_dir} has no data to tear")
     path = paths[-1]
     size = os.path.getsize(path)
-    first = batches_in_file(path)[:1]
-    low = first[0] if first else 0
+    with open(path, "rb") as handle:
+        head = handle.read(HEADER_SIZE)
+    first_end = read_header(head, 0).size if len(head) == HEADER_SIZE else 0
+    low = first_end if first_end <= size else 0  # past the first batch when it is whole
     cut = rng.randrange(low, size) if size > low else size
     with open(path, "r+b") as handle:
         handle.truncate(cut)
     return path, size, cut
 
-
-def batches_in_file(path: str) -> list[int]:
-    """The end positions of the whole batches in one segment file."""
-    with open(path, "rb") as handle:
-        data = handle.read()
-    ends = []
-    position = 0
-    while position + HEADER_SIZE <= len(data):
-        header = read_header(data, position)
-        if position + header.size > len(data):
-            break
-        position += header.size
-        ends.append(position)
-    return ends
