@@ -29,7 +29,7 @@ from replog.client.metadata import MetadataManager
 from replog.client.retry import STALE_METADATA, error_code_for_status
 from replog.client.types import TopicPartition
 from replog.core.errors import ErrorCode
-from replog.rpc.request_stream import RequestStream, StreamError
+from replog.rpc.request_stream import StreamError
 
 log = logging.getLogger("replog.client")
 
@@ -48,7 +48,6 @@ class Fetcher:
         self._assignment = buffer.assignment
         self._metadata = metadata
         self._channels = channels
-        self._streams: dict[str, RequestStream] = {}  # leader address -> its FetchStream
         self._wake: asyncio.Event | None = None
         self._stopped = False
         self._busy_leaders: set[int] = set()  # leaders with a Fetch in flight
@@ -94,8 +93,6 @@ class Fetcher:
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
-        for stream in self._streams.values():
-            stream.close()
 
     def _spawn(self, coroutine) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)
@@ -168,7 +165,7 @@ class Fetcher:
         address = metadata.brokers[leader]
         timeout_s = (config.request_timeout_ms + config.fetch_max_wait_ms) / 1000
         try:
-            response = (await self._stream(address).request(message, timeout_s)).response
+            response = (await self._channels.broker_stream(address, "FetchStream").request(message, timeout_s)).response
         except StreamError as error:
             self._request_failed(leader, address, error, [item[0] for item in items])
             return
@@ -219,13 +216,6 @@ class Fetcher:
             self._back_off([tp])
         else:
             self._assignment.on_fatal(tp, generation, FetchError(tp.topic, tp.partition, code, detail))
-
-    def _stream(self, address: str) -> RequestStream:
-        """The FetchStream to a leader: its fetches, one after another, cost a message each rather than a call."""
-        stream = self._streams.get(address)
-        if stream is None:
-            stream = self._streams[address] = RequestStream(self._channels.broker(address).FetchStream)
-        return stream
 
     def _request_failed(self, leader: int, address: str, error: grpc.aio.AioRpcError | StreamError,
                         tps: list) -> None:

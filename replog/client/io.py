@@ -18,6 +18,7 @@ from replog.api.broker.v1 import broker_pb2_grpc
 from replog.api.controller.v1 import controller_pb2_grpc
 from replog.api.metadata.v1 import metadata_pb2_grpc
 from replog.client.errors import ClientError, ClientTimeoutError
+from replog.rpc.request_stream import RequestStream
 
 T = TypeVar("T")
 
@@ -87,6 +88,7 @@ class Channels:
     def __init__(self) -> None:
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[tuple[str, type], Any] = {}
+        self._streams: dict[tuple[str, str], RequestStream] = {}
 
     def _stub(self, address: str, stub_type: type) -> Any:
         stub = self._stubs.get((address, stub_type))
@@ -100,6 +102,13 @@ class Channels:
     def broker(self, address: str) -> broker_pb2_grpc.BrokerServiceStub:
         return self._stub(address, broker_pb2_grpc.BrokerServiceStub)
 
+    def broker_stream(self, address: str, method: str) -> RequestStream:
+        """The broker's `method` stream (ProduceStream, FetchStream), kept open from request to request."""
+        stream = self._streams.get((address, method))
+        if stream is None:
+            stream = self._streams[(address, method)] = RequestStream(getattr(self.broker(address), method))
+        return stream
+
     def metadata(self, address: str) -> metadata_pb2_grpc.MetadataServiceStub:
         return self._stub(address, metadata_pb2_grpc.MetadataServiceStub)
 
@@ -107,6 +116,9 @@ class Channels:
         return self._stub(address, controller_pb2_grpc.ControllerServiceStub)
 
     async def close(self) -> None:
+        for stream in self._streams.values():
+            stream.close()
+        self._streams.clear()
         channels = list(self._channels.values())
         self._channels.clear()
         self._stubs.clear()

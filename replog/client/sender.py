@@ -27,7 +27,7 @@ from replog.client.io import Channels
 from replog.client.metadata import MetadataManager
 from replog.client.retry import Action, backoff_ms, error_code_for_status, produce_action
 from replog.core.errors import ErrorCode
-from replog.rpc.request_stream import RequestStream, StreamError
+from replog.rpc.request_stream import StreamError
 
 log = logging.getLogger("replog.client")
 
@@ -47,7 +47,6 @@ class Sender:
         self._metadata = metadata
         self._channels = channels
         self._in_flight: dict[int, int] = {}
-        self._streams: dict[str, RequestStream] = {}  # leader address -> its ProduceStream
         self._requests: set[asyncio.Task[None]] = set()
         self._wake: asyncio.Event | None = None
         self._rng = random.Random()
@@ -70,8 +69,6 @@ class Sender:
                 batch.result.set_exception(ClientError(f"the producer's I/O loop failed: {error!r}"))
         if self._requests:
             await asyncio.gather(*self._requests, return_exceptions=True)
-        for stream in self._streams.values():
-            stream.close()
 
     async def _send_until_closed(self) -> None:
         config = self._config
@@ -157,7 +154,7 @@ class Sender:
     ) -> None:
         deadline_s = (self._config.request_timeout_ms + DEADLINE_MARGIN_MS) / 1000
         try:
-            answer = await self._stream(address).request(message, deadline_s)
+            answer = await self._channels.broker_stream(address, "ProduceStream").request(message, deadline_s)
         except asyncio.CancelledError:
             for batch in batches:
                 self._accumulator.complete(batch)
@@ -173,13 +170,6 @@ class Sender:
         finally:
             self._in_flight[leader] -= 1
             self.wakeup()
-
-    def _stream(self, address: str) -> RequestStream:
-        stream = self._streams.get(address)
-        if stream is None:
-            broker = self._channels.broker(address)
-            stream = self._streams[address] = RequestStream(broker.ProduceStream)
-        return stream
 
     def _take_response(self, response: broker_pb2.ProduceResponse, batches: list[ProducerBatch]) -> None:
         # With acks=0 the leader answers before appending, so it has no outcome to report:

@@ -154,7 +154,7 @@ def decode_body(buf, header: BatchHeader, record_type: type[tuple] = Record, pre
     """
     payload = buf[header.position + RECORDS_OFFSET : header.end]
     try:
-        data = bytes(payload) if header.compression_id == Compression.NONE else decompress(header.compression, payload)
+        data = payload if header.compression_id == Compression.NONE else decompress(header.compression, payload)
         if header.records_count * RECORD_SIZE_MIN > len(data):
             raise ValueError(f"{header.records_count} records cannot fit in {len(data)} bytes")
         timestamp_override = header.max_timestamp if header.is_log_append_time else None

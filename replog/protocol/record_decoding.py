@@ -29,7 +29,7 @@ NULL = 0x01  # the one-byte varint -1: a null key or value
 
 
 def decode_records(
-    data: bytes,
+    data: bytes | memoryview,
     count: int,
     base_offset: int,
     base_timestamp: int,
@@ -50,7 +50,7 @@ def decode_records(
                                    prefix, suffix)
         if records is not None:
             return records
-    records = decode_records_python(data, count, base_offset, base_timestamp, timestamp_override)
+    records = decode_records_python(bytes(data), count, base_offset, base_timestamp, timestamp_override)
     if record_type is Record and not prefix and not suffix:
         return records
     return [_new_tuple(record_type, prefix + record + suffix) for record in records]

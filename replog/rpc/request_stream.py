@@ -49,12 +49,11 @@ class RequestStream:
         The time limit covers the write too: a stream to a server that stopped
         answering (paused, or cut off) may never take the message.
         """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        answer: asyncio.Future[Any] = loop.create_future()
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         try:
-            await asyncio.wait_for(self._send(message, answer), timeout_s)
-            return await asyncio.wait_for(asyncio.shield(answer), max(0.0, deadline - loop.time()))
+            async with asyncio.timeout(timeout_s):
+                await self._send(message, answer)
+                return await asyncio.shield(answer)
         except TimeoutError:
             if self._call is not None:  # stuck: every request on it is as late as this one
                 self._break(self._call, StreamError(grpc.StatusCode.DEADLINE_EXCEEDED,
