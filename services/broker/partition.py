@@ -7,6 +7,7 @@ hands messages and completions to the broker through a `Sink`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Protocol
@@ -37,7 +38,7 @@ class Sink(Protocol):
     def send_fetch(self, partition: PartitionDriver, message: SendFetch) -> None: ...
     def propose_isr(self, partition: PartitionDriver, message: ProposeIsr) -> None: ...
     def complete_produce(self, completion: CompleteProduce) -> None: ...
-    def data_changed(self) -> None: ...
+    def data_changed(self, partition: PartitionDriver) -> None: ...
 
 
 class StorageFailure(Exception):
@@ -54,6 +55,9 @@ class PartitionDriver:
         self._sink = sink
         self._epoch_entries = replica.epoch_entries
         self._isr = replica.isr
+        # Long-polling fetches that read this partition, woken when its log end offset or HW moves.
+        self.fetch_waiters: set[asyncio.Future[None]] = set()
+        self.changes = 0  # counts those moves, so that a fetch re-plans only the partitions that moved
 
     @property
     def name(self) -> str:
@@ -85,7 +89,7 @@ class PartitionDriver:
             for completion in ready.completions:
                 self._sink.complete_produce(completion)
             if data_changed:
-                self._sink.data_changed()
+                self._sink.data_changed(self)
         self._log_isr_change()
 
     def _apply_log_op(self, op: LogOp, now_ms: int) -> None:

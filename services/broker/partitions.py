@@ -74,7 +74,6 @@ class Partitions:
         self._hosted_per_log_dir: Counter[str] = Counter()
         self.controller_epoch = 0
         self.produce_waiters: dict[int, asyncio.Future[CompleteProduce]] = {}
-        self._data_changed = asyncio.Event()
         self._next_request_id = 0
         self._ticker: asyncio.Task[None] | None = None
         self._checkpoints: dict[str, _Checkpoints] = {}
@@ -113,16 +112,27 @@ class Partitions:
             waiter.set_result(completion)
         metrics.PRODUCE_PURGATORY.set(len(self.produce_waiters))
 
-    def data_changed(self) -> None:
-        """Wake every long-polling fetch: some log end offset or high watermark moved."""
-        self._data_changed.set()
-        self._data_changed = asyncio.Event()
+    def data_changed(self, partition: PartitionDriver) -> None:
+        """Wake the long-polling fetches that read `partition`: its log end offset or HW moved."""
+        partition.changes += 1
+        for waiter in partition.fetch_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
-    async def wait_for_data(self, timeout_s: float) -> None:
+    async def wait_for_data(self, watched: Iterable[PartitionDriver], timeout_s: float) -> None:
+        """Wait until one of the `watched` partitions changes, or `timeout_s` passes."""
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        watched = tuple(watched)
+        for partition in watched:
+            partition.fetch_waiters.add(waiter)
+        timer = loop.call_later(timeout_s, _wake, waiter)
         try:
-            await asyncio.wait_for(self._data_changed.wait(), timeout_s)
-        except TimeoutError:
-            pass
+            await waiter
+        finally:
+            timer.cancel()
+            for partition in watched:
+                partition.fetch_waiters.discard(waiter)
 
     def new_request_id(self) -> int:
         self._next_request_id += 1
@@ -150,6 +160,7 @@ class Partitions:
             log.error("%s", failure)
             return ErrorCode.KAFKA_STORAGE_ERROR
         if error == ErrorCode.NONE and driver.replica.role is not before:
+            self.data_changed(driver)  # fetches held on the old role answer now, with the new one's error
             log.info("%s-%d: %s -> %s at leader epoch %d (leader %d, ISR %s)", topic, partition, before.value,
                      driver.replica.role.value, state.leader_epoch, state.leader, list(state.isr))
         elif error != ErrorCode.NONE:
@@ -165,6 +176,7 @@ class Partitions:
         now = now_ms()
         driver.replica.stop(now)
         self._apply(driver, now)
+        self.data_changed(driver)
         driver.log.close()
         if delete:
             shutil.rmtree(driver.log.directory, ignore_errors=True)
@@ -326,3 +338,8 @@ def _read_or_empty(checkpoint: OffsetCheckpointFile) -> dict[TopicPartition, int
     if not checkpoint.path.exists():
         return {}
     return checkpoint.read()
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

@@ -10,6 +10,7 @@ import grpc
 
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from replog.broker.fetch import handle_fetch, handle_list_offsets, handle_offsets_for_leader_epoch
+from replog.broker.fetch_sessions import FetchSessions
 from replog.broker.partitions import Partitions
 from replog.broker.produce import answer_produce, append_produce, handle_produce
 from replog.core.errors import ErrorCode
@@ -38,12 +39,13 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         self._broker_epoch = broker_epoch
         self._learn_topics = learn_topics
         self._learn_endpoints = learn_endpoints
+        self._fetch_sessions = FetchSessions()
 
     async def Produce(self, request: broker_pb2.ProduceRequest, context: grpc.aio.ServicerContext) -> broker_pb2.ProduceResponse:
         return await handle_produce(self._partitions, request)
 
     async def Fetch(self, request: broker_pb2.FetchRequest, context: grpc.aio.ServicerContext) -> broker_pb2.FetchResponse:
-        return await handle_fetch(self._partitions, request)
+        return await handle_fetch(self._partitions, self._fetch_sessions, request)
 
     async def ProduceStream(self, requests: AsyncIterator[broker_pb2.ProduceStreamRequest],
                             context: grpc.aio.ServicerContext) -> AsyncIterator[broker_pb2.ProduceStreamResponse]:
@@ -62,7 +64,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
 
     def _start_fetch(self, message: broker_pb2.FetchStreamRequest) -> Awaitable[broker_pb2.FetchStreamResponse]:
         answer = broker_pb2.FetchStreamResponse()
-        return _wrapped(handle_fetch(self._partitions, message.request, answer.response), answer)
+        return _wrapped(handle_fetch(self._partitions, self._fetch_sessions, message.request, answer.response), answer)
 
     async def ListOffsets(self, request: broker_pb2.ListOffsetsRequest,
                           context: grpc.aio.ServicerContext) -> broker_pb2.ListOffsetsResponse:
