@@ -22,6 +22,8 @@ from replog.rpc.request_stream import RequestStream
 
 T = TypeVar("T")
 
+STOP_SETTLE_S = 1.0  # how long a stopping loop waits for its last tasks
+
 # Fetch responses and produce requests hold several MB; the broker's own limit
 # (socket.request.max.bytes) is what bounds them.
 CHANNEL_OPTIONS = [
@@ -77,9 +79,24 @@ class IoThread:
     def stop(self) -> None:
         if self.loop.is_closed():
             return
+        if self._thread.is_alive() and not self.is_current:
+            # grpc settles closed calls in tasks of its own: let them end before the loop does.
+            asyncio.run_coroutine_threadsafe(_settle_tasks(), self.loop).result(STOP_SETTLE_S + 1)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join()
         self.loop.close()
+
+
+async def _settle_tasks() -> None:
+    """Wait up to STOP_SETTLE_S for the loop's other tasks; cancel what is left."""
+    tasks = asyncio.all_tasks() - {asyncio.current_task()}
+    if not tasks:
+        return
+    _, pending = await asyncio.wait(tasks, timeout=STOP_SETTLE_S)
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=STOP_SETTLE_S)
 
 
 class Channels:
@@ -116,9 +133,10 @@ class Channels:
         return self._stub(address, controller_pb2_grpc.ControllerServiceStub)
 
     async def close(self) -> None:
-        for stream in self._streams.values():
-            stream.close()
+        streams = list(self._streams.values())
         self._streams.clear()
+        for stream in streams:
+            await stream.aclose()
         channels = list(self._channels.values())
         self._channels.clear()
         self._stubs.clear()
