@@ -347,6 +347,11 @@ class MetadataStore:
             return None
         return stat.ephemeralOwner if stat else None
 
+    async def live_broker_ids(self) -> list[int]:
+        """The registered broker ids, read after this session's server caught up with the leader (sync)."""
+        await self._call(self._zk.sync_async, paths.BROKER_IDS)
+        return sorted(int(child) for child in await self._call(self._zk.get_children_async, paths.BROKER_IDS))
+
     async def live_brokers(self) -> dict[int, BrokerRegistration]:
         ids = await self._call(self._zk.get_children_async, paths.BROKER_IDS)
         brokers: dict[int, BrokerRegistration] = {}

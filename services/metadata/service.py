@@ -15,7 +15,8 @@ from replog.metadata import render
 from replog.metadata.image import MetadataImage, TopicImage
 from replog.metadata.topics import TopicFollower
 from replog.rpc.coalesce import CoalescingJob
-from replog.zk.store import ControllerInfo, MetadataStore
+from replog.zk.records import StateChanges
+from replog.zk.store import ControllerInfo, MetadataStore, Watched
 
 log = logging.getLogger("replog.metadata")
 
@@ -41,7 +42,8 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
         self._refresh = CoalescingJob(self._refresh_brokers)
         self._topics = TopicFollower(self._store, self._on_topic_dirty)
         self._dirty_topics: set[str] = set()
-        self._flush_scheduled = False
+        self._flush = CoalescingJob(self._flush_topics)
+        self._brokers_to_confirm = False
         self._watchers: set[asyncio.Event] = set()
 
     def add_to_server(self, server: grpc.aio.Server) -> Sequence[str]:
@@ -57,10 +59,11 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
         self._topics.start()
         # Its own session: the notification of each state's watch must not queue ahead of it.
         await self._notifications.start()
-        self._notifications.watch_state_changes(self._topics.on_state_changes)
+        self._notifications.watch_state_changes(self._on_state_changes)
 
     async def stop(self) -> None:
         self._refresh.cancel()
+        self._flush.cancel()
         await self._notifications.stop()
         await self._store.stop()
 
@@ -82,16 +85,25 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
         log.info("image version %d: active controller %s", self.image.version,
                  controller.controller_id if controller else "none")
 
-    def _on_topic_dirty(self, name: str) -> None:
-        # Watch events arrive one by one; all that arrived by the next turn of the loop
-        # make one new image.
-        self._dirty_topics.add(name)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush_topics)
+    def _on_state_changes(self, changes: Watched[StateChanges]) -> None:
+        # A controller's write may answer a broker change that this process's own watch of
+        # /brokers/ids has not brought yet (it comes on the other session): the states are
+        # published only with a live broker set at least as new, as Kafka's UpdateMetadata
+        # carries both at once.
+        self._brokers_to_confirm = True
+        self._topics.on_state_changes(changes)
 
-    def _flush_topics(self) -> None:
-        self._flush_scheduled = False
+    def _on_topic_dirty(self, name: str) -> None:
+        # Watch events arrive one by one; all that arrived by the time the flush runs make
+        # one new image.
+        self._dirty_topics.add(name)
+        self._flush.request()
+
+    async def _flush_topics(self) -> None:
+        if self._brokers_to_confirm:
+            self._brokers_to_confirm = False
+            if set(await self._store.live_broker_ids()) != self.image.live_broker_ids:
+                await self._refresh_brokers()
         changed: dict[str, TopicImage | None] = {name: self._topics.image_of(name) for name in self._dirty_topics}
         self._dirty_topics.clear()
         changed = {name: topic for name, topic in changed.items() if self.image.topics.get(name) != topic}

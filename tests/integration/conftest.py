@@ -13,6 +13,16 @@ def cluster(tmp_path_factory):
     local.down()
 
 
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory):
+    """The address of a real ZooKeeper (in the smallest local cluster), for in-process tests that
+    give each scenario a chroot of its own."""
+    local = LocalCluster(str(tmp_path_factory.mktemp("zookeeper") / "data"))
+    local.up("--brokers", "1", "--controllers", "1")
+    yield local.status()["zookeeper"]["address"]
+    local.down()
+
+
 @pytest.fixture
 def new_cluster(tmp_path):
     """A data dir for a test that starts (and breaks) its own cluster; always torn down."""

@@ -15,19 +15,10 @@ from replog.core.errors import ErrorCode
 from replog.dev.processes import free_port
 from replog.zk.records import PartitionState, TopicPartition
 from replog.zk.store import BrokerRegistration, MetadataStore, StateWrite
-from tests.integration.cluster import LocalCluster
 
 pytestmark = pytest.mark.slow
 
 ACTIVE_WAIT_S = 10
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory):
-    local = LocalCluster(str(tmp_path_factory.mktemp("driver") / "data"))
-    local.up("--brokers", "1", "--controllers", "1")
-    yield local.status()["zookeeper"]["address"]
-    local.down()
 
 
 def run(zookeeper: str, scenario) -> None:

@@ -1,5 +1,6 @@
 """Broker and controller failures on a real cluster: leaderships move, epochs grow, state survives."""
 
+import threading
 import time
 
 import grpc
@@ -42,6 +43,38 @@ def controller_metric(cluster, name: str) -> float:
     return scrape_metric(cluster.metrics_address("controller", active), name)
 
 
+class ImageWatch:
+    """A WatchMetadata stream of one topic read in a thread; each image as (live brokers, leaders)."""
+
+    def __init__(self, cluster, topic: str) -> None:
+        self._channel = grpc.insecure_channel(cluster.status()["metadata"][0]["address"])
+        self._call = metadata_pb2_grpc.MetadataServiceStub(self._channel).WatchMetadata(
+            metadata_pb2.WatchMetadataRequest(topics=[topic]))
+        self.images: list[tuple[frozenset[int], dict[int, int]]] = []
+        self._thread = threading.Thread(target=self._read, args=(topic,), daemon=True)
+        self._thread.start()
+
+    def _read(self, topic: str) -> None:
+        live: set[int] = set()
+        leaders: dict[int, int] = {}
+        try:
+            for message in self._call:
+                if message.full_snapshot:
+                    live.clear()
+                live |= {b.broker_id for b in message.changed_brokers}
+                live -= set(message.removed_broker_ids)
+                for changed in message.changed_topics:
+                    if changed.name == topic:
+                        leaders = {p.partition: p.leader for p in changed.partitions}
+                self.images.append((frozenset(live), dict(leaders)))
+        except grpc.RpcError:
+            pass  # cancelled at the end of the test
+
+    def close(self) -> None:
+        self._call.cancel()
+        self._channel.close()
+
+
 def test_sigkill_of_a_broker_moves_its_leaderships_to_isr_members(cluster):
     create(cluster, controller_pb2.CreatableTopic(name="payments", num_partitions=6, replication_factor=3))
     before = partitions(cluster, "payments")
@@ -50,12 +83,14 @@ def test_sigkill_of_a_broker_moves_its_leaderships_to_isr_members(cluster):
     led = {p for p, m in before.items() if m.leader == victim}
     assert len(led) == 2
 
+    watch = ImageWatch(cluster, "payments")
+    wait_for(lambda: watch.images, 5, "the WatchMetadata snapshot")
     cluster("dev", "kill", "broker", str(victim), "--signal", "KILL")
     started = time.monotonic()
 
     def moved():
-        # The partition states and the live brokers reach the metadata service by different
-        # watches: wait for both (offline_replicas comes from the second).
+        # offline_replicas comes from the live brokers, the leaders from the partition states: the
+        # metadata service publishes the states only with the live brokers they were decided on.
         now = partitions(cluster, "payments")
         return now if all(victim not in m.isr and m.leader != victim and list(m.offline_replicas) == [victim]
                           for m in now.values()) else None
@@ -73,7 +108,13 @@ def test_sigkill_of_a_broker_moves_its_leaderships_to_isr_members(cluster):
             assert now.leader_epoch == expected_epoch, partition
         assert controller_metric(cluster, "replog_leader_elections_total") == elections_before + len(led)
         assert controller_metric(cluster, "replog_offline_partitions") == 0.0
+        # No client ever saw the dead broker's partitions led elsewhere while it was still
+        # listed as live: the states and the live brokers reach it by different watches.
+        moved_while_live = [image for image in watch.images
+                            if victim in image[0] and any(image[1].get(p) not in (None, -1, victim) for p in led)]
+        assert moved_while_live == [], moved_while_live
     finally:
+        watch.close()
         cluster("dev", "start", "broker", str(victim))  # the module's later tests need every broker
     wait_for(lambda: all(not m.offline_replicas for m in partitions(cluster, "payments").values()), 10,
              f"broker {victim} to be live again")

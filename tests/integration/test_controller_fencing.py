@@ -11,17 +11,8 @@ import pytest
 
 from replog.zk.records import PartitionState, TopicAssignment, TopicPartition
 from replog.zk.store import MULTI_OPS_MAX, ControllerFencedError, MetadataStore, StateWrite, TopicExistsError
-from tests.integration.cluster import LocalCluster
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory):
-    local = LocalCluster(str(tmp_path_factory.mktemp("fencing") / "data"))
-    local.up("--brokers", "1", "--controllers", "1")
-    yield local.status()["zookeeper"]["address"]
-    local.down()
 
 
 def run(zookeeper: str, sessions: int, scenario) -> None:
