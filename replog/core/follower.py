@@ -54,6 +54,9 @@ class FollowerRole:
         self.replicas = state.replicas
         self.isr = state.isr
 
+    def reconfigure(self, config: ReplicaConfig) -> None:
+        self._config = config
+
     # -- fetching -------------------------------------------------------------
 
     def _maybe_fetch(self, now_ms: int) -> None:

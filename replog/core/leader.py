@@ -308,6 +308,13 @@ class LeaderRole:
                 del self._progress[replica]
         self._commit_isr(state.isr, IsrEvent.LEADER_AND_ISR)
 
+    def reconfigure(self, config: ReplicaConfig) -> None:
+        self._config = config
+        if len(self._isr.isr) < config.min_insync_replicas:
+            # Raised above the ISR: the acks=all producers waiting now were accepted under the
+            # old minimum, and a commit by fewer replicas than the new one is no longer enough.
+            self._fail_waiters(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+
     def _commit_isr(self, isr: tuple[int, ...], event: IsrEvent) -> None:
         self._isr = transition(self._isr, event, CommittedIsr(isr))
         if len(isr) < self._config.min_insync_replicas:

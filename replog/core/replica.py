@@ -259,6 +259,14 @@ class PartitionReplica:
             self._leader.alter_partition_response(proposal_id, response, now_ms)
             self._partition_epoch = self._leader.partition_epoch
 
+    def reconfigure(self, config: ReplicaConfig) -> None:
+        """A topic's config changed (min.insync.replicas): it rules from the next request on."""
+        self.config = config
+        if self._leader is not None:
+            self._leader.reconfigure(config)
+        if self._follower is not None:
+            self._follower.reconfigure(config)
+
     # -- from clients and other brokers ---------------------------------------
 
     def _request_error(self, current_leader_epoch: int, what: Input) -> ErrorCode:

@@ -709,6 +709,10 @@ class MetadataStore:
         """Call handler on the loop with the topic's assignment now and after each change (None: gone)."""
         return self._watch_data(paths.topic(name), TopicAssignment.from_json, handler)
 
+    def watch_topic_config(self, name: str, handler: Callable[[Watched[dict[str, str]] | None], None]) -> Watch:
+        """Call handler on the loop with the topic's config overrides now and after each change (None: gone)."""
+        return self._watch_data(paths.topic_config(name), topic_config_from_json, handler)
+
     def watch_partition_state(
         self, partition: TopicPartition, handler: Callable[[Watched[PartitionState] | None], None]
     ) -> Watch:

@@ -183,6 +183,16 @@ class Partitions:
         log.info("%s stopped%s", driver.name, " and its log deleted" if delete else "")
         return ErrorCode.NONE
 
+    def reconfigure(self, topic: str, settings: TopicSettings) -> int:
+        """Give the topic's hosted partitions its changed config; returns how many there are."""
+        now = now_ms()
+        drivers = [driver for driver in self.by_name.values() if driver.topic == topic]
+        for driver in drivers:
+            driver.log.config = settings.log
+            driver.replica.reconfigure(settings.replica)
+            self.apply(driver, now)  # producers the new min.insync.replicas fails are answered
+        return len(drivers)
+
     def _open(self, topic: str, partition: int, now: int) -> PartitionDriver:
         log_dir = self._log_dir_for(topic, partition)
         settings = self._topic_settings(topic)

@@ -23,7 +23,7 @@ from replog.config import Setting
 from replog.core.config import ReplicaConfig
 from replog.core.messages import AlterPartitionResponse, ProposeIsr, SendFetch
 from replog.storage import LogConfig, LogConfigError
-from replog.zk.store import BrokerRegistration, MetadataStore
+from replog.zk.store import BrokerRegistration, MetadataStore, Watched
 
 log = logging.getLogger("replog.broker")
 
@@ -174,19 +174,35 @@ class BrokerProcess:
     # -- what partitions need from the broker -------------------------------------------------
 
     async def _learn_topics(self, topics: set[str]) -> None:
-        """Read the configs of topics this broker has not hosted before (from /config/topics)."""
+        """Read the configs of topics this broker has not hosted before (from /config/topics), and
+        follow their changes from then on."""
         for topic in topics - self._topic_configs.keys():
-            overrides = await self._store.read_topic_config(topic)
-            merged = {**self._topic_defaults, **overrides}
-            try:
-                log_config = LogConfig.from_topic_config(merged)
-                replica_config = ReplicaConfig.from_properties({**self._replica_defaults, **{
-                    k: v for k, v in merged.items() if k == "min.insync.replicas"}})
-            except (LogConfigError, ValueError) as error:
-                log.error("topic %s has an invalid config (%s); using the broker's defaults", topic, error)
-                log_config = LogConfig.from_topic_config(self._topic_defaults)
-                replica_config = ReplicaConfig.from_properties(self._replica_defaults)
-            self._topic_configs[topic] = TopicSettings(log_config, replica_config)
+            self._topic_configs[topic] = self._topic_settings(topic, await self._store.read_topic_config(topic))
+            self._store.watch_topic_config(topic, lambda overrides, topic=topic: self._on_topic_config(topic, overrides))
+
+    def _topic_settings(self, topic: str, overrides: dict[str, str]) -> TopicSettings:
+        merged = {**self._topic_defaults, **overrides}
+        try:
+            log_config = LogConfig.from_topic_config(merged)
+            replica_config = ReplicaConfig.from_properties({**self._replica_defaults, **{
+                k: v for k, v in merged.items() if k == "min.insync.replicas"}})
+        except (LogConfigError, ValueError) as error:
+            log.error("topic %s has an invalid config (%s); using the broker's defaults", topic, error)
+            log_config = LogConfig.from_topic_config(self._topic_defaults)
+            replica_config = ReplicaConfig.from_properties(self._replica_defaults)
+        return TopicSettings(log_config, replica_config)
+
+    def _on_topic_config(self, topic: str, overrides: Watched[dict[str, str]] | None) -> None:
+        """A topic's config changed (AlterConfigs): its partitions here take it at once."""
+        if overrides is None:
+            return  # the topic is being deleted: its partitions keep what they have until they stop
+        settings = self._topic_settings(topic, overrides.value)
+        if settings == self._topic_configs.get(topic):
+            return
+        self._topic_configs[topic] = settings
+        changed = self._partitions.reconfigure(topic, settings)
+        log.info("topic %s: config changed to %s; %d partitions here follow it", topic,
+                 overrides.value or "the defaults", changed)
 
     def _settings_for(self, topic: str) -> TopicSettings:
         return self._topic_configs[topic]

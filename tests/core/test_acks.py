@@ -123,3 +123,26 @@ def test_the_leaders_own_shrink_below_min_fails_waiting_producers_when_accepted(
     leader.apply(2_001)
     assert leader.completion("a").error == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
     assert leader.replica.high_watermark == 1  # committed by the leader alone, and said so
+
+
+def test_raising_min_insync_replicas_above_the_isr_fails_waiting_producers_and_refuses_new_ones():
+    leader, f2, f3 = leader_with_followers(min_insync_replicas=2, isr=(1, 2))
+    leader.replica.handle_produce(produce("waiting"), 0)
+    leader.apply()
+    leader.replica.reconfigure(ReplicaConfig(min_insync_replicas=3, replica_lag_time_ms_max=1_000))
+    leader.apply()
+    assert leader.completion("waiting").error == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    replicate(f2, leader)
+    replicate(f2, leader)  # the HW passes the batch, whose producer was already answered
+    assert leader.replica.high_watermark == 1
+
+    leader.replica.handle_produce(produce("refused"), 0)
+    leader.apply()
+    assert leader.completion("refused").error == ErrorCode.NOT_ENOUGH_REPLICAS
+
+    leader.replica.reconfigure(ReplicaConfig(min_insync_replicas=2, replica_lag_time_ms_max=1_000))
+    leader.replica.handle_produce(produce("accepted"), 0)
+    leader.apply()
+    replicate(f2, leader)
+    replicate(f2, leader)
+    assert leader.completion("accepted").error == ErrorCode.NONE

@@ -7,7 +7,8 @@ import os
 import pytest
 
 from replog.api.common.v1 import common_pb2
-from replog.client import Admin, Consumer, Producer, TopicPartition
+from replog.client import Admin, ClientError, Consumer, Producer, TopicPartition
+from replog.core.errors import ErrorCode
 from replog.zk import paths
 from tests.integration.cluster import wait_for
 from tests.integration.test_admin_support import FAILOVER_S_MAX, bootstrap, in_zookeeper, metadata, partitions
@@ -114,6 +115,34 @@ def test_configs_alter_then_describe(cluster):
     with Admin(bootstrap(cluster)) as admin:
         assert admin.describe_configs(["tuned"])["tuned"] == {"cleanup.policy": "compact,delete",
                                                              "min.insync.replicas": "2"}, "nothing half-applied"
+
+
+def test_a_changed_topic_config_holds_on_the_brokers_at_once(cluster):
+    topic = "live-tuned"
+    cluster("topics", "create", topic, "--partitions", "1", "--replication-factor", "2")
+
+    def alter(*args: str) -> None:
+        cluster("configs", "alter", "--entity-type", "topics", "--entity-name", topic, *args)
+
+    def outcome(producer: Producer, value: bytes) -> ErrorCode:
+        try:
+            producer.send(topic, value).result(10)
+        except ClientError as error:
+            return error.error_code
+        return ErrorCode.NONE
+
+    with Producer(bootstrap(cluster), acks="all", retries=0) as producer:
+        assert outcome(producer, b"before") == ErrorCode.NONE
+        alter("--add-config", "min.insync.replicas=3")  # more than the replicas: acks=all is refused
+        wait_for(lambda: outcome(producer, b"x") == ErrorCode.NOT_ENOUGH_REPLICAS, 10,
+                 "acks=all refused under min.insync.replicas=3")
+        alter("--delete-config", "min.insync.replicas")
+        wait_for(lambda: outcome(producer, b"x") == ErrorCode.NONE, 10, "acks=all accepted again")
+
+        alter("--add-config", "max.message.bytes=300")  # the log's side of a topic's config
+        wait_for(lambda: outcome(producer, b"y" * 1000) == ErrorCode.MESSAGE_TOO_LARGE, 10,
+                 "a 1 KB record refused under max.message.bytes=300")
+        assert outcome(producer, b"small") == ErrorCode.NONE
 
 
 def test_broker_configs_are_described_and_read_only(cluster):
