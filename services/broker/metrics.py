@@ -17,6 +17,8 @@ PRODUCE_PURGATORY = prometheus_client.Gauge(
     "replog_produce_purgatory_size", "Produce requests waiting for acks=all replication.")
 FETCH_PURGATORY = prometheus_client.Gauge(
     "replog_fetch_purgatory_size", "Fetch requests waiting (long-poll) for data.")
+FETCH_SESSIONS = prometheus_client.Gauge(
+    "replog_fetch_sessions", "KIP-227 fetch sessions this broker keeps for its followers.")
 LOG_SIZE = prometheus_client.Gauge("replog_log_size_bytes", "Size of a partition's log on disk.",
                                    ["topic", "partition"])
 REPLICA_LAG = prometheus_client.Gauge(

@@ -7,8 +7,10 @@ import pytest
 
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from replog.client import NewTopic, TopicPartition
+from replog.dev.processes import scrape_metric
 from replog.protocol import encode_batch, iter_records
 from replog.rpc.request_stream import RequestStream, StreamError
+from tests.integration.cluster import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -112,3 +114,13 @@ def test_a_stream_to_a_broker_that_is_gone_fails_each_request_with_unavailable()
 
     error = asyncio.run(run())
     assert error.code() is grpc.StatusCode.UNAVAILABLE
+
+
+def test_each_broker_keeps_one_fetch_session_per_follower_broker(cluster, admin):
+    admin.create_topics([NewTopic("stream-sessions", 3, 3)])  # every broker leads one, follows two
+
+    def sessions() -> list[float | None]:
+        return [scrape_metric(cluster.metrics_address("broker", broker), "replog_fetch_sessions")
+                for broker in (1, 2, 3)]
+
+    wait_for(lambda: sessions() == [2.0, 2.0, 2.0], 10, "two fetch sessions on every broker")

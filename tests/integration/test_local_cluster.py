@@ -1,5 +1,9 @@
 """A real local cluster: ZooKeeper, 3 brokers, 2 controllers, a metadata service."""
 
+import os
+import re
+import urllib.request
+
 import grpc
 import pytest
 
@@ -100,3 +104,28 @@ def test_down_leaves_no_process_behind(new_cluster):
     report = new_cluster.status()
     assert not report["zookeeper"]["alive"]
     assert not any(m["alive"] for kind in ("brokers", "controllers", "metadata") for m in report[kind])
+
+
+def documented_metrics(section: str) -> list[str]:
+    """The metric names in the first column of one section's table in docs/METRICS.md."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "METRICS.md"), encoding="utf-8") as doc:
+        text = doc.read()
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `(replog_\w+)` \|", body, flags=re.MULTILINE)
+
+
+def exported_metrics(metrics_address: str) -> set[str]:
+    with urllib.request.urlopen(f"http://{metrics_address}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return set(re.findall(r"^# TYPE (\w+) ", text, flags=re.MULTILINE))
+
+
+def test_every_documented_metric_is_served(cluster):
+    broker = exported_metrics(cluster.metrics_address("broker", 1))
+    (active,) = cluster.active_controllers()
+    controller = exported_metrics(cluster.metrics_address("controller", active))
+    for section, served in (("Every service", broker & controller), ("Broker", broker), ("Controller", controller)):
+        names = documented_metrics(section)
+        assert names, f"docs/METRICS.md has no table under {section!r}"
+        missing = [name for name in names if name not in served and name.removesuffix("_total") not in served]
+        assert missing == [], f"{section}: documented but not served: {missing}"
