@@ -223,6 +223,31 @@ done:
     return records;
 }
 
+/* records_tile(data, count, body_min): whether `count` records, each a length varint and a body
+ * of at least body_min bytes, fill `data` exactly. The produce path's check, which hops over
+ * the lengths only; on False the Python walker says what is wrong. */
+static PyObject *records_tile(PyObject *self, PyObject *args) {
+    Py_buffer buffer;
+    Py_ssize_t count, body_min;
+    if (!PyArg_ParseTuple(args, "y*nn", &buffer, &count, &body_min)) {
+        return NULL;
+    }
+    Reader reader = {buffer.buf, buffer.len, 0};
+    int tiles = count >= 0;
+    for (Py_ssize_t i = 0; tiles && i < count; i++) {
+        int64_t length;
+        if (!read_varint(&reader, VARINT_BYTES_MAX, &length) || length < body_min
+                || length > reader.size - reader.pos) {
+            tiles = 0;
+        } else {
+            reader.pos += (Py_ssize_t)length;
+        }
+    }
+    tiles = tiles && reader.pos == reader.size;
+    PyBuffer_Release(&buffer);
+    return PyBool_FromLong(tiles);
+}
+
 static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(data, count, base_offset, base_timestamp, timestamp_override, record_type, prefix, suffix)\n"
@@ -230,11 +255,16 @@ static PyMethodDef methods[] = {
      "The records of an uncompressed records section as record_type tuples (prefix + the five\n"
      "fields of a Record + suffix), or None when the input is outside the fast path (the Python\n"
      "decoder then decodes it or says what is wrong)."},
+    {"records_tile", records_tile, METH_VARARGS,
+     "records_tile(data, count, body_min)\n"
+     "--\n\n"
+     "Whether count records, each a length varint and a body of at least body_min bytes, fill data\n"
+     "exactly."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_records", "The record decoder's fast path.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_records", "The record decoder's fast path, and the produce path's record walk.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__records(void) {

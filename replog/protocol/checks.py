@@ -19,7 +19,7 @@ from replog.protocol.layout import (
     RECORD_SIZE_MIN,
     RECORDS_OFFSET,
 )
-from replog.protocol.record_decoding import walk_records
+from replog.protocol.record_decoding import check_record_lengths
 
 CODEC_ID_MAX = max(Compression)
 
@@ -61,7 +61,7 @@ def check_batch(buf: memoryview, pos: int, max_message_bytes: int, walk: bool) -
     if computed != header.crc:
         return _corrupt(f"batch at byte {pos} has CRC 0x{header.crc:08x} but its contents hash to 0x{computed:08x}")
     if walk and header.compression_id == Compression.NONE:
-        reason = walk_records(buf, pos + RECORDS_OFFSET, header.end, header.records_count)
+        reason = check_record_lengths(buf, pos + RECORDS_OFFSET, header.end, header.records_count)
         if reason is not None:
             return _corrupt(f"batch at byte {pos} {reason}")
     return header

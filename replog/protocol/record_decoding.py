@@ -16,8 +16,10 @@ from replog.protocol.varint import UNZIGZAG, VARINT_BYTES_MAX, read_varint
 
 try:
     from replog.protocol._records import decode_records as _decode_compiled
+    from replog.protocol._records import records_tile as _tile_compiled
 except ImportError:  # installed without a C compiler: the Python decoder serves alone
     _decode_compiled = None
+    _tile_compiled = None
 
 _new_tuple = tuple.__new__
 
@@ -153,6 +155,17 @@ def _read_headers(data: bytes, pos: int, record_end: int) -> tuple[tuple[tuple[s
         value, pos = _read_bytes(data, pos)
         headers.append((raw_key.decode("utf-8"), value))
     return tuple(headers), pos
+
+
+def check_record_lengths(buf: memoryview, pos: int, end: int, count: int) -> str | None:
+    """What is wrong with the record lengths of buf[pos:end], or None when they tile it exactly.
+
+    The compiled walk answers the common case (they do); only when they do not does
+    `walk_records` go over them again to say where.
+    """
+    if _tile_compiled is not None and _tile_compiled(buf[pos:end], count, RECORD_BODY_MIN):
+        return None
+    return walk_records(buf, pos, end, count)
 
 
 def walk_records(buf, pos: int, end: int, count: int) -> str | None:
