@@ -75,15 +75,17 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         return handle_offsets_for_leader_epoch(self._partitions, request)
 
     def _fence(self, controller_epoch: int, broker_epoch: int) -> ErrorCode:
-        """A controller request must come from the newest controller and name this incarnation."""
+        """A controller request must come from the newest controller and not name an earlier incarnation."""
         error = self._partitions.check_controller_epoch(controller_epoch)
         if error != ErrorCode.NONE:
             log.warning("refused a request from controller epoch %d (newest seen: %d)",
                         controller_epoch, self._partitions.controller_epoch)
             return error
         ours = self._broker_epoch()
-        if broker_epoch not in (-1, ours):
-            log.warning("refused a controller request for broker epoch %d (ours is %s)", broker_epoch, ours)
+        # Only an older epoch is refused, as in Kafka: a newer one is this broker's own registration,
+        # seen by the controller before the registering call has returned here.
+        if broker_epoch != -1 and ours is not None and broker_epoch < ours:
+            log.warning("refused a controller request for broker epoch %d (ours is %d)", broker_epoch, ours)
             return ErrorCode.STALE_BROKER_EPOCH
         return ErrorCode.NONE
 
@@ -129,7 +131,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
 def _fence_message(error: ErrorCode) -> str:
     if error == ErrorCode.STALE_CONTROLLER_EPOCH:
         return "a newer controller has spoken to this broker; this request comes from a controller that lost"
-    return "the request names another incarnation of this broker"
+    return "the request names an earlier incarnation of this broker"
 
 
 async def _wrapped(filling: Awaitable[object], answer: T) -> T:
