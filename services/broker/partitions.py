@@ -92,6 +92,13 @@ class Partitions:
             self._ticker.cancel()
         if self._checkpointing is not None:
             await self._checkpointing
+        # Producers still waiting here (a leadership the controller's LeaderAndIsr has not taken
+        # away yet, when the broker stops) are answered NOT_LEADER_OR_FOLLOWER now, and retry
+        # with the new leader; left waiting, they held their partition until the server stopped.
+        now = now_ms()
+        for driver in self.by_name.values():
+            driver.replica.stop(now)
+            self.apply(driver, now)
         self.write_checkpoints()
         for driver in self.by_name.values():
             driver.log.close()

@@ -3,6 +3,7 @@ places over at once; until it is gone it is neither elected nor let back into an
 cluster, then in-process for the figure: a broker leading 1,000 partitions."""
 
 import asyncio
+import threading
 import time
 import uuid
 
@@ -11,6 +12,7 @@ import pytest
 
 from replog.api.common.v1 import common_pb2
 from replog.api.controller.v1 import controller_pb2, controller_pb2_grpc
+from replog.client import Producer
 from replog.controller.decisions import NewTopic, TopicDefaults
 from replog.controller.driver import Controller, ControllerSettings
 from replog.core.errors import ErrorCode
@@ -20,6 +22,7 @@ from replog.zk.store import BrokerRegistration, MetadataStore
 from tests.integration.cluster import wait_for
 from tests.integration.test_admin_support import (
     FAILOVER_S_MAX,
+    bootstrap,
     broker_epoch,
     in_zookeeper,
     metadata,
@@ -31,6 +34,9 @@ pytestmark = pytest.mark.slow
 LEADERSHIPS = 1000
 SHUTDOWN_S_MAX = 1.0
 SHUTDOWN_WAIT_S = 5.0  # well under the session timeout: a controlled shutdown does not wait for it
+# How long a leader's controlled shutdown may hold an acks=all write: a retry after the leader
+# answers NOT_LEADER_OR_FOLLOWER, far below shutdown.grace.ms (5 s), which it once took.
+SHUTDOWN_HOLD_S_MAX = 2.0
 
 
 def call_controller(cluster, method: str, request):
@@ -145,3 +151,40 @@ def test_a_broker_leading_a_thousand_partitions_is_drained_in_well_under_a_secon
     print(f"controlled shutdown of a broker leading {LEADERSHIPS} partitions: {elapsed * 1000:.0f} ms")
     assert remaining == [] and moved == LEADERSHIPS
     assert elapsed < SHUTDOWN_S_MAX
+
+
+def test_acks_all_producers_wait_only_briefly_while_their_leader_shuts_down(cluster):
+    """The leader's own LeaderAndIsr can come after the controller's answer to its ControlledShutdown;
+    producers it still held were then answered only when its server stopped, after shutdown.grace.ms."""
+    cluster("topics", "create", "rolled", "--partitions", "1", "--replication-factor", "3",
+            "--config", "min.insync.replicas=2")
+    leader = partitions(cluster, "rolled")[0].leader
+    waits: list[tuple[float, float | None]] = []  # (sent at, seconds to its acknowledgement; None: failed)
+    stop = threading.Event()
+
+    def produce() -> None:
+        with Producer(bootstrap(cluster), acks="all", linger_ms=0) as producer:
+            while not stop.is_set():
+                sent_at = time.monotonic()
+                producer.send("rolled", b"r", partition=0).add_done_callback(
+                    lambda future, sent_at=sent_at: waits.append(
+                        (sent_at, None if future.exception() else time.monotonic() - sent_at)))
+                time.sleep(0.002)
+
+    sender = threading.Thread(target=produce, daemon=True)
+    sender.start()
+    try:
+        wait_for(lambda: len(waits) > 100, 10, "the producer to get going")
+        killed = time.monotonic()
+        cluster("dev", "kill", "broker", str(leader), "--signal", "TERM")
+        wait_for(lambda: not next(b for b in cluster.status()["brokers"] if b["id"] == leader)["alive"], 30,
+                 f"broker {leader} to exit")
+    finally:
+        stop.set()
+        sender.join(30)
+        cluster("dev", "start", "broker", str(leader))
+    after = [wait for sent_at, wait in waits if sent_at >= killed]
+    assert after and None not in after, "every record is acknowledged"
+    assert max(after) < SHUTDOWN_HOLD_S_MAX, f"a record waited {max(after):.2f} s for its acknowledgement"
+    wait_for(lambda: sorted(partitions(cluster, "rolled")[0].isr) == [1, 2, 3], 30,
+             f"broker {leader} to rejoin the ISR")

@@ -1,4 +1,5 @@
-"""The broker's hosted partitions: opening one must not cost more the more a broker hosts.
+"""The broker's hosted partitions: opening one must not cost more the more a broker hosts, and
+closing them answers the producers still waiting.
 
 One LeaderAndIsr can name a thousand new partitions, and the broker opens them all before it
 returns to its loop; while it does, it serves no fetch. When each open looked at every hosted
@@ -9,9 +10,13 @@ to drop their followers from the ISR (replica.lag.time.max.ms).
 import asyncio
 import time
 
+from replog.api.broker.v1 import broker_pb2
 from replog.broker.partitions import Partitions, TopicSettings
+from replog.broker.produce import handle_produce
 from replog.core.config import ReplicaConfig
+from replog.core.errors import ErrorCode
 from replog.core.messages import PartitionState
+from replog.protocol import encode_batch
 from replog.storage import LogConfig
 
 HOSTED = 2000
@@ -52,3 +57,26 @@ def test_opening_a_partition_costs_the_same_however_many_the_broker_hosts(tmp_pa
     assert among_many < SLOWDOWN_MAX * alone, (
         f"{SAMPLE} partitions opened in {alone * 1000:.0f} ms on an empty broker but "
         f"{among_many * 1000:.0f} ms on one hosting {HOSTED}")
+
+
+def test_closing_answers_the_acks_all_producers_still_waiting(tmp_path):
+    """A broker stopping while it still leads (its controlled shutdown's LeaderAndIsr not yet
+    applied) answers its waiting producers NOT_LEADER_OR_FOLLOWER, so they retry with the new
+    leader at once instead of waiting for the server to stop."""
+
+    async def scenario():
+        settings = TopicSettings(LogConfig(), ReplicaConfig())
+        partitions = Partitions(1, (str(tmp_path),), lambda _: settings, lambda *_: None, lambda *_: None)
+        partitions.start()
+        state = PartitionState(leader=1, leader_epoch=0, isr=(1, 2), partition_epoch=0, replicas=(1, 2))
+        partitions.leader_and_isr("held", 0, state)
+        request = broker_pb2.ProduceRequest(acks=-1, timeout_ms=30_000)
+        request.topics.add(topic="held").partitions.add(partition=0, records=encode_batch([(None, b"v")]))
+        answer = asyncio.ensure_future(handle_produce(partitions, request))
+        await asyncio.sleep(0.05)
+        assert not answer.done(), "acks=all waits for broker 2, which never fetches here"
+        await partitions.close()
+        return await asyncio.wait_for(answer, 1)
+
+    response = asyncio.run(scenario())
+    assert response.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
