@@ -18,6 +18,7 @@ which KIP-227 lets a broker do for any request.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 
 from replog.core.errors import ErrorCode
 from replog.core.invariant import require
+
+log = logging.getLogger("replog.broker")
 
 SESSION_NONE = 0  # session_id: no session
 EPOCH_OPEN = 0  # session_epoch with session_id 0: a full fetch that opens a session
@@ -145,12 +148,17 @@ class FetchSessions:
         if previous is not None:
             self._close(self._by_id[previous])
         while len(self._by_id) >= FETCH_SESSIONS_MAX:
-            self._close(next(iter(self._by_id.values())))
+            evicted = next(iter(self._by_id.values()))
+            log.warning("%d fetch sessions kept, the most allowed: closing session %d of broker %d, used least "
+                        "recently", len(self._by_id), evicted.session_id, evicted.replica_id)
+            self._close(evicted)
         session_id = self._rng.randrange(1, EPOCH_MAX)
         while session_id in self._by_id:
             session_id = self._rng.randrange(1, EPOCH_MAX)
         session = self._by_id[session_id] = FetchSession(session_id, replica_id)
         self._by_replica[replica_id] = session_id
+        log.info("fetch session %d opened for broker %d%s", session_id, replica_id,
+                 f" (it replaces session {previous})" if previous is not None else "")
         require(len(self._by_id) <= FETCH_SESSIONS_MAX, "%d fetch sessions kept", len(self._by_id))
         return session
 
