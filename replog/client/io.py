@@ -133,10 +133,9 @@ class Channels:
         return self._stub(address, controller_pb2_grpc.ControllerServiceStub)
 
     async def close(self) -> None:
-        streams = list(self._streams.values())
+        for stream in self._streams.values():
+            stream.close()
         self._streams.clear()
-        for stream in streams:
-            await stream.aclose()
         channels = list(self._channels.values())
         self._channels.clear()
         self._stubs.clear()

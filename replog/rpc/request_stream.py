@@ -75,13 +75,6 @@ class RequestStream:
         if self._call is not None:
             self._break(self._call, StreamError(grpc.StatusCode.CANCELLED, "the stream was closed"))
 
-    async def aclose(self) -> None:
-        """Close, and wait until grpc has settled the cancelled call: none of its tasks outlives the loop."""
-        call = self._call
-        self.close()
-        if call is not None:
-            await call.code()
-
     def _open(self) -> grpc.aio.StreamStreamCall:
         if self._call is None:
             self._call = self._open_call()

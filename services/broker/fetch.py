@@ -35,7 +35,6 @@ async def handle_fetch(partitions: Partitions, sessions: FetchSessions, request:
     response = broker_pb2.FetchResponse() if response is None else response
     start = sessions.start(request.replica_id, request.session_id, request.session_epoch, request.topics,
                            request.forgotten_topics)
-    metrics.FETCH_SESSIONS.set(len(sessions))
     if start.error != ErrorCode.NONE:
         response.error_code = int(start.error)
         response.error_message = (f"fetch session {request.session_id} at epoch {request.session_epoch}: "

@@ -40,15 +40,20 @@ FETCH_SESSIONS_MAX = 1_000
 TopicPartition = tuple[str, int]
 
 
+def next_epoch(epoch: int) -> int:
+    """The session epoch after `epoch`: counting up from 1, wrapping from 2^31-1 back to 1."""
+    return 1 if epoch == EPOCH_MAX else epoch + 1
+
+
 @dataclass(slots=True)
 class SessionPartition:
-    """One partition of a session: where the follower reads, and what it was last told."""
+    """One partition of a session: where the follower reads (set by `update`), and what it was last told."""
 
-    fetch_offset: int
-    current_leader_epoch: int
-    last_fetched_epoch: int
-    log_start_offset: int
-    partition_max_bytes: int
+    fetch_offset: int = -1
+    current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+    log_start_offset: int = -1
+    partition_max_bytes: int = 0
     told_high_watermark: int = -1
     told_log_start_offset: int = -1
     last_plan: object = None  # the leader's last plan for it, which a fetch may reuse (fetch.py)
@@ -82,21 +87,13 @@ class FetchSession:
         """Add or update the partitions a request names; drop the ones it forgets."""
         for topic in topics:
             for asked in topic.partitions:
-                key = (topic.topic, asked.partition)
-                known = self.partitions.get(key)
-                if known is None:
-                    self.partitions[key] = SessionPartition(
-                        asked.fetch_offset, asked.current_leader_epoch, asked.last_fetched_epoch,
-                        asked.log_start_offset, asked.partition_max_bytes,
-                    )
-                else:
-                    known.update(asked)
+                self.partitions.setdefault((topic.topic, asked.partition), SessionPartition()).update(asked)
         for topic in forgotten_topics:
             for partition in topic.partitions:
                 self.partitions.pop((topic.topic, partition), None)
 
     def advance_epoch(self) -> None:
-        self.next_epoch = 1 if self.next_epoch == EPOCH_MAX else self.next_epoch + 1
+        self.next_epoch = next_epoch(self.next_epoch)
 
 
 @dataclass(frozen=True, slots=True)

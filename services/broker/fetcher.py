@@ -23,7 +23,7 @@ from collections.abc import Callable
 import grpc
 
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
-from replog.broker.fetch_sessions import EPOCH_MAX, EPOCH_OPEN, SESSION_NONE
+from replog.broker.fetch_sessions import EPOCH_OPEN, SESSION_NONE, next_epoch
 from replog.broker.partition import PartitionDriver
 from replog.broker.partitions import Partitions, now_ms
 from replog.core.epoch_cache import EpochEndOffset
@@ -42,7 +42,6 @@ FETCH_RESPONSE_BYTES_MAX = 10 * 1024 * 1024
 # Added to the long-poll wait for the RPC deadline.
 FETCH_DEADLINE_SLACK_S = 5.0
 FAILURE_BACKOFF_S = 0.2
-UNSPECIFIED_ERROR = 0  # ERROR_CODE_UNSPECIFIED: an answer that set no error code
 
 
 Asks = dict[tuple[str, int], tuple[PartitionDriver, SendFetch]]
@@ -100,7 +99,7 @@ class LeaderFetcher:
             await asyncio.sleep(FAILURE_BACKOFF_S)
             return
         response = answer.response
-        if response.error_code not in (ErrorCode.NONE, UNSPECIFIED_ERROR):
+        if response.error_code != ErrorCode.NONE:
             # The leader lost or refused the session: start over with a full fetch at once.
             log.info("fetch session with broker %d ended (%s); starting a new one", self.leader_id,
                      response.error_message)
@@ -221,7 +220,7 @@ class FollowerSession:
         else:
             changed = [key for key, wire in wanted.items() if self._held.get(key) != wire]
             forgotten = [key for key in self._held if key not in wanted]
-            self._epoch = 1 if self._epoch == EPOCH_MAX else self._epoch + 1
+            self._epoch = next_epoch(self._epoch)
         self._held = dict(wanted)
         return changed, forgotten
 
@@ -229,9 +228,7 @@ class FollowerSession:
         """A full fetch's answer names the session the leader opened (0: it opened none)."""
         if self.session_id == SESSION_NONE:
             self.session_id = session_id
-            self._epoch = 1
-            if session_id == SESSION_NONE:
-                self._epoch = EPOCH_OPEN
+            self._epoch = EPOCH_OPEN if session_id == SESSION_NONE else 1  # the first incremental epoch
 
 
 def _fetch_response(result: broker_pb2.FetchPartitionResponse) -> FetchResponse:

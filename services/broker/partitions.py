@@ -123,8 +123,7 @@ class Partitions:
         """Wake the long-polling fetches that read `partition`: its log end offset or HW moved."""
         partition.changes += 1
         for waiter in partition.fetch_waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+            _wake(waiter)
 
     async def wait_for_data(self, watched: Iterable[PartitionDriver], timeout_s: float) -> None:
         """Wait until one of the `watched` partitions changes, or `timeout_s` passes."""

@@ -9,6 +9,7 @@ from typing import TypeVar
 import grpc
 
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
+from replog.broker import metrics
 from replog.broker.fetch import handle_fetch, handle_list_offsets, handle_offsets_for_leader_epoch
 from replog.broker.fetch_sessions import FetchSessions
 from replog.broker.partitions import Partitions
@@ -40,6 +41,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         self._learn_topics = learn_topics
         self._learn_endpoints = learn_endpoints
         self._fetch_sessions = FetchSessions()
+        metrics.FETCH_SESSIONS.set_function(lambda: len(self._fetch_sessions))  # read when scraped
 
     async def Produce(self, request: broker_pb2.ProduceRequest, context: grpc.aio.ServicerContext) -> broker_pb2.ProduceResponse:
         return await handle_produce(self._partitions, request)
