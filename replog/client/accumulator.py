@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from replog.client.cluster import ClusterMetadata
 from replog.client.errors import ClientTimeoutError, ProducerClosedError
-from replog.client.types import TopicPartition
+from replog.core.topic_partition import TopicPartition
 from replog.protocol import encode_batch
 from replog.protocol.compression import Compression
 

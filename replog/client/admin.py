@@ -19,13 +19,13 @@ from replog.client.errors import (
     ClusterUnreachableError,
     ServerUnsupportedError,
     UnknownTopicError,
-    error_code_of,
 )
 from replog.client.io import Channels, IoThread, parse_bootstrap
 from replog.client.metadata import MetadataManager
 from replog.client.retry import error_code_for_status
-from replog.client.types import CreatedTopic, NewTopic, TopicDescription, TopicPartition
+from replog.client.types import CreatedTopic, NewTopic, TopicDescription
 from replog.core.errors import ErrorCode
+from replog.core.topic_partition import TopicPartition
 
 T = TypeVar("T")
 
@@ -111,7 +111,7 @@ class Admin:
         created: dict[str, CreatedTopic] = {}
         errors: dict[str, AdminError] = {}
         for result in response.topics:
-            code = error_code_of(result.error_code)
+            code = ErrorCode.of(result.error_code)
             if code is ErrorCode.NONE:
                 created[result.name] = CreatedTopic(result.name, result.topic_id, result.num_partitions,
                                                     result.replication_factor)
@@ -162,7 +162,7 @@ class Admin:
             lambda r: [(x.resource_name, x.error_code) for x in r.results])
         configs: dict[str, dict[str, str]] = {}
         for result in response.results:
-            code = error_code_of(result.error_code)
+            code = ErrorCode.of(result.error_code)
             if code is not ErrorCode.NONE:
                 raise AdminError(_topic_failure(result.resource_name, code, result.error_message), code,
                                  result.resource_name)
@@ -255,7 +255,7 @@ class Admin:
         response = self._controller_call("electing leaders", lambda stub, t: stub.ElectLeaders(request, timeout=t),
                                          lambda r: [("", r.error_code)])
         _raise_request_error("electing leaders", response.error_code, response.error_message)
-        return {TopicPartition(r.topic, r.partition): ElectionResult(error_code_of(r.error_code), r.error_message)
+        return {TopicPartition(r.topic, r.partition): ElectionResult(ErrorCode.of(r.error_code), r.error_message)
                 for r in response.results}
 
     def alter_partition_reassignments(self, targets: Mapping[TopicPartition, Sequence[int] | None]) -> None:
@@ -271,7 +271,7 @@ class Admin:
             lambda r: [("", r.error_code)])
         _raise_request_error("reassigning partitions", response.error_code, response.error_message)
         for result in response.results:
-            code = error_code_of(result.error_code)
+            code = ErrorCode.of(result.error_code)
             if code is not ErrorCode.NONE:
                 raise AdminError(f"{result.topic}-{result.partition}: {code.name}: {result.error_message}", code,
                                  result.topic)
@@ -306,14 +306,14 @@ class Admin:
         wait_s = (self._request_timeout_ms + timeout_ms + DEADLINE_MARGIN_MS) / 1000
         return self._io.run(self._at_controller(
             lambda stub: call(stub, wait_s),
-            lambda r: any(error_code_of(code) is ErrorCode.NOT_CONTROLLER for _, code in codes(r)),
+            lambda r: any(ErrorCode.of(code) is ErrorCode.NOT_CONTROLLER for _, code in codes(r)),
             wait_s,
         ), wait_s + 5, what=what)
 
     async def _create_topics(self, request: controller_pb2.CreateTopicsRequest, wait_s: float):
         return await self._at_controller(
             lambda stub: stub.CreateTopics(request, timeout=wait_s),
-            lambda r: any(error_code_of(t.error_code) is ErrorCode.NOT_CONTROLLER for t in r.topics),
+            lambda r: any(ErrorCode.of(t.error_code) is ErrorCode.NOT_CONTROLLER for t in r.topics),
             wait_s,
         )
 
@@ -405,8 +405,8 @@ def _topic_partitions(partitions: Iterable[TopicPartition]) -> list[common_pb2.T
 
 
 def _raise_topic_errors(results: list[tuple[str, int, str]]) -> None:
-    errors = {name: AdminError(_topic_failure(name, error_code_of(code), message), error_code_of(code), name)
-              for name, code, message in results if error_code_of(code) is not ErrorCode.NONE}
+    errors = {name: AdminError(_topic_failure(name, ErrorCode.of(code), message), ErrorCode.of(code), name)
+              for name, code, message in results if ErrorCode.of(code) is not ErrorCode.NONE}
     if errors:
         first = next(iter(errors.values()))
         first.errors = errors
@@ -414,7 +414,7 @@ def _raise_topic_errors(results: list[tuple[str, int, str]]) -> None:
 
 
 def _raise_resource_error(resource_type: str, name: str, code: int, message: str) -> None:
-    error = error_code_of(code)
+    error = ErrorCode.of(code)
     if error is not ErrorCode.NONE:
         detail = f": {message}" if message else ""
         raise AdminError(f"{resource_type} {name!r}: {error.name}{detail}", error,
@@ -422,6 +422,6 @@ def _raise_resource_error(resource_type: str, name: str, code: int, message: str
 
 
 def _raise_request_error(what: str, code: int, message: str) -> None:
-    error = error_code_of(code)
+    error = ErrorCode.of(code)
     if error is not ErrorCode.NONE:
         raise AdminError(f"{what} failed: {error.name}: {message}", error)

@@ -14,10 +14,9 @@ from types import MappingProxyType
 
 from replog.api.common.v1 import common_pb2
 from replog.api.metadata.v1 import metadata_pb2
-from replog.client.errors import error_code_of
-from replog.client.types import PartitionInfo, TopicDescription, TopicPartition
+from replog.client.types import PartitionInfo, TopicDescription
 from replog.core.errors import ErrorCode
-
+from replog.core.topic_partition import TopicPartition
 
 
 def _empty() -> Mapping:
@@ -73,7 +72,7 @@ class ClusterMetadata:
         topics = {} if all_topics else dict(self.topics)
         errors = {} if all_topics else dict(self.topic_errors)
         for proto in response.topics:
-            code = error_code_of(proto.error_code)
+            code = ErrorCode.of(proto.error_code)
             if code is ErrorCode.NONE:
                 topics[proto.name] = _newest(topics.get(proto.name), topic_from_proto(proto))
                 errors.pop(proto.name, None)

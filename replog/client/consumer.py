@@ -12,15 +12,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 
+from replog.client.configs import ConsumerConfig
 from replog.client.errors import ClientError
 from replog.client.fetch_buffer import FetchBuffer
 from replog.client.fetch_state import EARLIEST, LATEST, Assignment, State
-from replog.client.configs import ConsumerConfig
 from replog.client.fetcher import Fetcher
 from replog.client.io import Channels, IoThread, parse_bootstrap
 from replog.client.metadata import MetadataManager
-from replog.client.types import ConsumerRecord, TopicPartition
+from replog.client.types import ConsumerRecord
 from replog.core.errors import ErrorCode
+from replog.core.topic_partition import TopicPartition
 
 
 class Consumer:

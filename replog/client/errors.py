@@ -124,12 +124,3 @@ class AdminError(ClientError):
         self.topic = topic
         self.errors: dict[str, AdminError] = {}  # create_topics: every topic that failed
         self.created: dict = {}  # create_topics: the topics of the same call that were created
-
-
-def error_code_of(value: int) -> ErrorCode:
-    """An ErrorCode from a proto enum number; UNSPECIFIED (0) and unknown numbers are server errors."""
-    try:
-        code = ErrorCode(value)
-    except ValueError:
-        return ErrorCode.UNKNOWN_SERVER_ERROR
-    return code

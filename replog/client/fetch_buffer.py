@@ -14,8 +14,9 @@ import threading
 
 from replog.client.errors import ClientError, FetchError
 from replog.client.fetch_state import Assignment, State
-from replog.client.types import ConsumerRecord, TopicPartition
+from replog.client.types import ConsumerRecord
 from replog.core.errors import ErrorCode
+from replog.core.topic_partition import TopicPartition
 from replog.protocol import CorruptBatchError, decode_body, iter_headers
 from replog.protocol.header import read_header
 from replog.protocol.layout import HEADER_SIZE, LOG_OVERHEAD

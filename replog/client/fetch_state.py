@@ -22,7 +22,7 @@ import enum
 from dataclasses import dataclass
 
 from replog.client.errors import ClientError, LogTruncationError, OffsetOutOfRangeError
-from replog.client.types import TopicPartition
+from replog.core.topic_partition import TopicPartition
 
 EARLIEST = "earliest"
 LATEST = "latest"
@@ -39,7 +39,7 @@ class State(enum.Enum):
 
 
 @dataclass
-class PartitionState:
+class PartitionFetchState:
     state: State
     reset_strategy: str
     position: int = -1
@@ -59,15 +59,15 @@ class Assignment:
             raise ValueError(f"auto_offset_reset must be one of {', '.join(RESET_STRATEGIES)}, "
                              f"not {auto_offset_reset!r}")
         self.auto_offset_reset = auto_offset_reset
-        self.partitions: dict[TopicPartition, PartitionState] = {}
+        self.partitions: dict[TopicPartition, PartitionFetchState] = {}
 
     def assign(self, tps: list[TopicPartition]) -> None:
         """Keep the state of partitions still assigned; new ones start in AWAIT_RESET."""
         self.partitions = {
-            tp: self.partitions.get(tp) or PartitionState(State.AWAIT_RESET, self.auto_offset_reset) for tp in tps
+            tp: self.partitions.get(tp) or PartitionFetchState(State.AWAIT_RESET, self.auto_offset_reset) for tp in tps
         }
 
-    def get(self, tp: TopicPartition) -> PartitionState:
+    def get(self, tp: TopicPartition) -> PartitionFetchState:
         try:
             return self.partitions[tp]
         except KeyError:
@@ -163,7 +163,7 @@ class Assignment:
         self._restart(part, State.FAILED)
         part.error = error
 
-    def _restart(self, part: PartitionState, state: State) -> None:
+    def _restart(self, part: PartitionFetchState, state: State) -> None:
         part.state = state
         part.generation += 1
         part.request_in_flight = False

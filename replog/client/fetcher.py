@@ -21,14 +21,14 @@ import grpc
 from replog.api.broker.v1 import broker_pb2
 from replog.client.cluster import ClusterMetadata
 from replog.client.configs import ISOLATION_LEVELS, ConsumerConfig
-from replog.client.errors import ClientError, FetchError, error_code_of
+from replog.client.errors import ClientError, FetchError
 from replog.client.fetch_buffer import CompletedFetch, FetchBuffer, next_fetch_offset
 from replog.client.fetch_state import LIST_OFFSETS_TIMESTAMP, State
 from replog.client.io import Channels
 from replog.client.metadata import MetadataManager
 from replog.client.retry import STALE_METADATA, error_code_for_status
-from replog.client.types import TopicPartition
 from replog.core.errors import ErrorCode
+from replog.core.topic_partition import TopicPartition
 from replog.rpc.request_stream import StreamError
 
 log = logging.getLogger("replog.client")
@@ -172,7 +172,7 @@ class Fetcher:
         finally:
             self._busy_leaders.discard(leader)
             self.wakeup()
-        if error_code_of(response.error_code) is not ErrorCode.NONE:
+        if ErrorCode.of(response.error_code) is not ErrorCode.NONE:
             # A session error; this consumer uses no sessions, so the leader is confused: back off.
             log.warning("fetch from broker %d refused: %s", leader, response.error_message)
             self._back_off([item[0] for item in items])
@@ -191,7 +191,7 @@ class Fetcher:
         state = self._assignment.partitions.get(tp)
         if state is None or state.generation != generation or state.state is not State.FETCHING:
             return
-        code = error_code_of(result.error_code)
+        code = ErrorCode.of(result.error_code)
         if code is ErrorCode.NONE:
             if result.records:
                 next_offset = next_fetch_offset(result.records, fetch_offset)
@@ -276,7 +276,7 @@ class Fetcher:
             detail = f"broker {leader} at {address} answered {error.code().name}: {error.details()}"
             return {tp: (error_code_for_status(error.code()), detail, -1, -1) for tp, _e, _t in items}
         answers = {
-            TopicPartition(topic.topic, part.partition): (error_code_of(part.error_code), part.error_message,
+            TopicPartition(topic.topic, part.partition): (ErrorCode.of(part.error_code), part.error_message,
                                                           part.offset, part.leader_epoch)
             for topic in response.topics for part in topic.partitions
         }
@@ -341,7 +341,7 @@ class Fetcher:
                 if answer is None:
                     self._back_off([tp])
                     continue
-                code = error_code_of(answer.error_code)
+                code = ErrorCode.of(answer.error_code)
                 if code is ErrorCode.NONE:
                     self._assignment.on_validation(tp, generation, answer.leader_epoch, answer.end_offset)
                 else:

@@ -22,7 +22,8 @@ from replog.client.io import Channels, IoThread, parse_bootstrap
 from replog.client.metadata import MetadataManager
 from replog.client.partitioner import StickyPartitioner, partition_for_key
 from replog.client.sender import Sender
-from replog.client.types import RecordMetadata, TopicPartition
+from replog.client.types import RecordMetadata
+from replog.core.topic_partition import TopicPartition
 from replog.protocol.compression import Compression
 
 

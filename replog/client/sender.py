@@ -22,7 +22,7 @@ from replog.api.broker.v1 import broker_pb2
 from replog.client.accumulator import ProducerBatch, RecordAccumulator
 from replog.client.cluster import ClusterMetadata
 from replog.client.configs import ProducerConfig
-from replog.client.errors import ClientError, ProduceError, ProducerClosedError, error_code_of
+from replog.client.errors import ClientError, ProduceError, ProducerClosedError
 from replog.client.io import Channels
 from replog.client.metadata import MetadataManager
 from replog.client.retry import Action, backoff_ms, error_code_for_status, produce_action
@@ -183,7 +183,7 @@ class Sender:
             if result is None:
                 self._settle(batch, ErrorCode.UNKNOWN_SERVER_ERROR, "the broker's answer left the partition out")
                 continue
-            code = error_code_of(result.error_code)
+            code = ErrorCode.of(result.error_code)
             if code is ErrorCode.NONE or (acks_none and result.error_code == UNSPECIFIED_ERROR):
                 timestamp_ms = result.log_append_time_ms if result.log_append_time_ms >= 0 else batch.timestamp_ms
                 self._accumulator.complete(batch)

@@ -5,15 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from replog.core.topic_partition import TopicPartition
+
 Headers = tuple[tuple[str, "bytes | None"], ...]
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class RecordMetadata(NamedTuple):

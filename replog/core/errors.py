@@ -90,6 +90,15 @@ class ErrorCode(enum.IntEnum):
     def retriable(self) -> bool:
         return self in _RETRIABLE
 
+    @classmethod
+    def of(cls, value: int) -> "ErrorCode":
+        """The ErrorCode a wire number means: UNSPECIFIED (0), which a peer that forgot to set
+        the field sends, and numbers this build does not know are server errors."""
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.UNKNOWN_SERVER_ERROR
+
 
 # Kafka marks these as RetriableException: a client may try again after a
 # metadata refresh or a backoff, and the request may then succeed.

@@ -10,7 +10,6 @@ everything written since the last `flush()`, like a page cache at power loss.
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
 
 from .errors import ErrorCode
 from .invariant import require
@@ -24,66 +23,10 @@ from .messages import (
     TruncateTo,
 )
 from .records import BatchInfo
+from .storage import AppendInfo, LogStorage, ReadResult
 
 # Kafka's RecordBatch v2 header: what a batch costs on disk besides its records.
 BATCH_OVERHEAD_BYTES = 61
-
-
-class AppendOutcome(Protocol):
-    @property
-    def error(self) -> ErrorCode: ...
-    @property
-    def first_offset(self) -> int: ...
-    @property
-    def last_offset(self) -> int: ...
-
-
-class ReadOutcome(Protocol):
-    @property
-    def error(self) -> ErrorCode: ...
-    @property
-    def records(self) -> Any: ...
-    @property
-    def log_start_offset(self) -> int: ...
-    @property
-    def log_end_offset(self) -> int: ...
-
-
-class LogStorage(Protocol):
-    """A partition's log as the driver sees it. Offsets are Kafka's; ends are exclusive.
-
-    The core never calls these: it emits AppendAsLeader, AppendAsFollower,
-    TruncateTo and TruncateFullyAndStartAt, and the driver applies them here in
-    order. A failed append or truncation means the core's view of the log is
-    wrong: the driver takes the replica offline (PartitionReplica.stop with
-    KAFKA_STORAGE_ERROR), as Kafka does when a log directory fails.
-    """
-
-    @property
-    def log_start_offset(self) -> int: ...
-    @property
-    def log_end_offset(self) -> int: ...
-
-    def append_as_leader(self, batches: Any, leader_epoch: int, now_ms: int) -> AppendOutcome:
-        """Give the batches offsets from the log end offset and `leader_epoch`, then append."""
-        ...
-
-    def append_as_follower(self, batches: Any) -> AppendOutcome:
-        """Append batches fetched from the leader, keeping their offsets and epochs."""
-        ...
-
-    def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None) -> ReadOutcome:
-        """Whole batches from the one holding `fetch_offset`; none starting at or after
-        `max_offset`; at least one batch even past `max_bytes`, so a fetch makes progress."""
-        ...
-
-    def truncate_to(self, offset: int) -> object:
-        """Remove every batch at or after `offset`, durably."""
-        ...
-
-    def truncate_fully_and_start_at(self, offset: int) -> None: ...
-
-    def flush(self) -> None: ...
 
 
 class LogOpFailed(Exception):
@@ -141,21 +84,6 @@ class MemoryBatch:
         return BatchInfo(self.base_offset, self.last_offset, self.leader_epoch, self.size_bytes)
 
 
-@dataclass(frozen=True, slots=True)
-class AppendInfo:
-    error: ErrorCode
-    first_offset: int = -1
-    last_offset: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class ReadResult:
-    error: ErrorCode
-    records: tuple[MemoryBatch, ...]
-    log_start_offset: int
-    log_end_offset: int
-
-
 class MemoryLog:
     def __init__(self, log_start_offset: int = 0) -> None:
         self._batches: list[MemoryBatch] = []
@@ -197,22 +125,22 @@ class MemoryLog:
         first_offset = self._log_end_offset
         for batch in batches:
             if not batch.records:
-                return AppendInfo(ErrorCode.CORRUPT_MESSAGE)
+                return AppendInfo(ErrorCode.CORRUPT_MESSAGE, "a batch without records")
         for batch in batches:
             self._append(replace(batch, base_offset=self._log_end_offset, leader_epoch=leader_epoch))
-        return AppendInfo(ErrorCode.NONE, first_offset, self._log_end_offset - 1)
+        return AppendInfo(ErrorCode.NONE, first_offset=first_offset, last_offset=self._log_end_offset - 1)
 
-    def append_as_follower(self, batches: Sequence[MemoryBatch]) -> AppendInfo:
+    def append_as_follower(self, batches: Sequence[MemoryBatch], *, now_ms: int | None = None) -> AppendInfo:
         if not batches:
             return AppendInfo(ErrorCode.NONE)
         expected = self._log_end_offset
         for batch in batches:
             if batch.base_offset < expected or not batch.records:
-                return AppendInfo(ErrorCode.OFFSET_OUT_OF_RANGE)
+                return AppendInfo(ErrorCode.OFFSET_OUT_OF_RANGE, "fetched batches do not follow the log end offset")
             expected = batch.last_offset + 1
         for batch in batches:
             self._append(batch)
-        return AppendInfo(ErrorCode.NONE, batches[0].base_offset, batches[-1].last_offset)
+        return AppendInfo(ErrorCode.NONE, first_offset=batches[0].base_offset, last_offset=batches[-1].last_offset)
 
     def _append(self, batch: MemoryBatch) -> None:
         self._batches.append(batch)

@@ -7,7 +7,8 @@ from replog.storage.checkpoint import CorruptCheckpointError, LeaderEpochCheckpo
 from replog.storage.cleaner import CleanerStats
 from replog.storage.config import LogConfig, LogConfigError
 from replog.storage.files import partition_directory
-from replog.storage.log import AppendInfo, PartitionLog, ReadResult
+from replog.core.storage import AppendInfo, ReadResult
+from replog.storage.log import PartitionLog
 from replog.storage.segment import SegmentInfo
 
 __all__ = [

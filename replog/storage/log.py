@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from replog.core.errors import ErrorCode
+from replog.core.storage import AppendInfo, ReadResult
 from replog.protocol import BatchHeader, decode_batch, read_header, stamp_batches
 from replog.storage import cleaner, retention
 from replog.storage.batches import INT32_MAX, check_batches
@@ -38,30 +39,6 @@ from replog.storage.files import (
     parse_segment_name,
 )
 from replog.storage.segment import LogSegment, SegmentInfo
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class AppendInfo:
-    """What an append did. On error nothing was appended and the offsets are -1."""
-
-    error: ErrorCode
-    reason: str = ""
-    first_offset: int = -1
-    last_offset: int = -1
-    max_timestamp: int = -1  # ms; the largest maxTimestamp of the appended batches
-    records_count: int = 0
-    size_bytes: int = 0
-    # (leader epoch, first offset) wherever the epoch changes among the appended
-    # batches, starting with the first batch: what the leader epoch cache takes.
-    epoch_starts: tuple[tuple[int, int], ...] = ()
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ReadResult:
-    error: ErrorCode
-    records: bytes  # whole batches; the first one holds the fetch offset
-    log_start_offset: int
-    log_end_offset: int
 
 
 class PartitionLog:

@@ -7,7 +7,7 @@ ZooKeeper-era znodes, with the partition epoch added to the state:
     /brokers/topics/<topic>                       TopicAssignment
         {"version": 3, "topic_id": "...", "partitions": {"0": [1, 2, 3]},
          "adding_replicas": {}, "removing_replicas": {}}
-    /brokers/topics/<topic>/partitions/<p>/state  PartitionState
+    /brokers/topics/<topic>/partitions/<p>/state  LeaderAndIsr
         {"version": 1, "leader": 1, "leader_epoch": 0, "isr": [1, 2, 3],
          "controller_epoch": 4, "partition_epoch": 0}
     /config/topics/<topic>                        topic configs
@@ -21,7 +21,9 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
+
+from replog.core.topic_partition import TopicPartition
 
 NO_LEADER = -1
 
@@ -33,14 +35,6 @@ STATE_CHANGES_VERSION = 1
 
 class RecordError(ValueError):
     """A znode holds something that is not the JSON replog writes there."""
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +73,7 @@ class TopicAssignment:
 
 
 @dataclasses.dataclass(frozen=True)
-class PartitionState:
+class LeaderAndIsr:
     """Leadership of one partition, as the controller decided it.
 
     The partition epoch grows by one with every change of this state (leader,
@@ -100,7 +94,7 @@ class PartitionState:
         return _dump({"version": PARTITION_STATE_VERSION, **_state_fields(self)})
 
     @classmethod
-    def from_json(cls, data: bytes) -> PartitionState:
+    def from_json(cls, data: bytes) -> LeaderAndIsr:
         fields = _load(data, "partition state")
         try:
             return _state_from_fields(fields)
@@ -108,13 +102,13 @@ class PartitionState:
             raise RecordError(f"partition state znode is malformed: {error!r}") from None
 
 
-def _state_fields(state: PartitionState) -> dict[str, Any]:
+def _state_fields(state: LeaderAndIsr) -> dict[str, Any]:
     return {"leader": state.leader, "leader_epoch": state.leader_epoch, "isr": list(state.isr),
             "controller_epoch": state.controller_epoch, "partition_epoch": state.partition_epoch}
 
 
-def _state_from_fields(fields: Mapping[str, Any]) -> PartitionState:
-    return PartitionState(
+def _state_from_fields(fields: Mapping[str, Any]) -> LeaderAndIsr:
+    return LeaderAndIsr(
         leader=int(fields["leader"]),
         leader_epoch=int(fields["leader_epoch"]),
         isr=tuple(int(b) for b in fields["isr"]),
@@ -131,7 +125,7 @@ class StateChanges:
     batch from one znode instead of from a watch per state.
     """
 
-    states: Mapping[TopicPartition, PartitionState]
+    states: Mapping[TopicPartition, LeaderAndIsr]
 
     def to_json(self) -> bytes:
         topics: dict[str, dict[str, Any]] = {}

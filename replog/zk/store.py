@@ -28,7 +28,7 @@ from kazoo.retry import KazooRetry
 
 from replog.zk import paths
 from replog.zk.records import (
-    PartitionState,
+    LeaderAndIsr,
     RecordError,
     StateChanges,
     TopicAssignment,
@@ -77,7 +77,7 @@ class StaleVersionError(StoreError):
 class VersionedState:
     """A partition state with the version of its znode, which conditional writes name."""
 
-    state: PartitionState
+    state: LeaderAndIsr
     zk_version: int
     # When ZooKeeper applied the write (its server's clock, Unix ms; 0 for a state not read from
     # ZooKeeper): the moment of the controller's decision, as `replog bench failover` times it.
@@ -100,7 +100,7 @@ class StateWrite:
     """Replace a partition's state, provided its znode is still at expected_zk_version."""
 
     partition: TopicPartition
-    state: PartitionState
+    state: LeaderAndIsr
     expected_zk_version: int
 
 
@@ -460,7 +460,7 @@ class MetadataStore:
         except NoNodeError:
             return None
         try:
-            return VersionedState(PartitionState.from_json(data), stat.version, stat.mtime)
+            return VersionedState(LeaderAndIsr.from_json(data), stat.version, stat.mtime)
         except RecordError as error:
             log.error("ignoring the state of %s: %s", partition, error)
             return None
@@ -480,7 +480,7 @@ class MetadataStore:
         name: str,
         assignment: TopicAssignment,
         config: dict[str, str],
-        states: dict[int, PartitionState],
+        states: dict[int, LeaderAndIsr],
     ) -> None:
         """Write the topic, its config and every partition state in one multi.
 
@@ -551,7 +551,7 @@ class MetadataStore:
         name: str,
         assignment: TopicAssignment,
         expected_zk_version: int,
-        states: dict[int, PartitionState],
+        states: dict[int, LeaderAndIsr],
     ) -> int:
         """Grow a topic in one multi: the topic znode with every partition's replicas (on
         condition of its version) and the new partitions' states. Returns the topic znode's
@@ -714,11 +714,11 @@ class MetadataStore:
         return self._watch_data(paths.topic_config(name), topic_config_from_json, handler)
 
     def watch_partition_state(
-        self, partition: TopicPartition, handler: Callable[[Watched[PartitionState] | None], None]
+        self, partition: TopicPartition, handler: Callable[[Watched[LeaderAndIsr] | None], None]
     ) -> Watch:
         """Call handler on the loop with the partition's state now and after each change (None: gone)."""
         path = paths.partition_state(partition.topic, partition.partition)
-        return self._watch_data(path, PartitionState.from_json, handler)
+        return self._watch_data(path, LeaderAndIsr.from_json, handler)
 
     def watch_state_changes(self, handler: Callable[[Watched[StateChanges]], None]) -> Watch:
         """Call handler on the loop with the states of the controller's latest write, after each one.

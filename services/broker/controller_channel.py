@@ -89,7 +89,7 @@ class ControllerChannel:
             controller_pb2.ControlledShutdownRequest(broker_id=self._broker_id, broker_epoch=self.broker_epoch),
             timeout=ALTER_PARTITION_TIMEOUT_S,
         )
-        error = ErrorCode(response.error_code) if response.error_code else ErrorCode.UNKNOWN_SERVER_ERROR
+        error = ErrorCode.of(response.error_code)
         if error != ErrorCode.NONE:
             log.warning("controlled shutdown refused: %s %s", error.name, response.error_message)
             return [("?", -1)]
@@ -140,7 +140,7 @@ class ControllerChannel:
 
     def _deliver(self, batch: dict[tuple[str, int], tuple[int, AlterPartitionRequest]],
                  response: controller_pb2.AlterPartitionResponse) -> None:
-        whole = ErrorCode(response.error_code) if response.error_code else ErrorCode.UNKNOWN_SERVER_ERROR
+        whole = ErrorCode.of(response.error_code)
         if whole in (ErrorCode.NOT_CONTROLLER, ErrorCode.STALE_CONTROLLER_EPOCH):
             # The controller moved; the watch on /controller will point us at the new one.
             self._requeue(batch)
@@ -156,7 +156,7 @@ class ControllerChannel:
 
 
 def _answer(result: controller_pb2.AlterPartitionResult) -> AlterPartitionResponse:
-    error = ErrorCode(result.error_code) if result.error_code else ErrorCode.UNKNOWN_SERVER_ERROR
+    error = ErrorCode.of(result.error_code)
     if error != ErrorCode.NONE:
         return AlterPartitionResponse(error)
     return AlterPartitionResponse(

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from replog.core.errors import ErrorCode
 from replog.core.invariant import require
+from replog.core.topic_partition import TopicPartition
 
 log = logging.getLogger("replog.broker")
 
@@ -36,8 +37,6 @@ EPOCH_MAX = 2**31 - 1
 # Sessions kept at once; one per follower broker is what the cluster needs
 # (Kafka's max.incremental.fetch.session.cache.slots is 1,000).
 FETCH_SESSIONS_MAX = 1_000
-
-TopicPartition = tuple[str, int]
 
 
 def next_epoch(epoch: int) -> int:

@@ -232,7 +232,7 @@ class FollowerSession:
 
 
 def _fetch_response(result: broker_pb2.FetchPartitionResponse) -> FetchResponse:
-    error = ErrorCode(result.error_code) if result.error_code else ErrorCode.UNKNOWN_SERVER_ERROR
+    error = ErrorCode.of(result.error_code)
     diverging = None
     if result.HasField("diverging_epoch"):
         diverging = EpochEndOffset(result.diverging_epoch.epoch, result.diverging_epoch.end_offset)

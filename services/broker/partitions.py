@@ -23,6 +23,7 @@ from replog.core.config import ReplicaConfig
 from replog.core.errors import ErrorCode
 from replog.core.messages import CompleteProduce, PartitionState, ProposeIsr, SendFetch
 from replog.core.replica import PartitionReplica
+from replog.core.topic_partition import TopicPartition
 from replog.storage import LogConfig, OffsetCheckpointFile, PartitionLog, partition_directory
 
 log = logging.getLogger("replog.broker")
@@ -33,8 +34,6 @@ GAUGE_INTERVAL_S = 1.0
 HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
-
-TopicPartition = tuple[str, int]
 
 
 def now_ms() -> int:

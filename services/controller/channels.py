@@ -24,8 +24,9 @@ import grpc
 
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from replog.api.common.v1 import common_pb2
+from replog.core.topic_partition import TopicPartition
 from replog.rpc.server import channel_options
-from replog.zk.records import PartitionState, TopicPartition
+from replog.zk.records import LeaderAndIsr
 from replog.zk.store import BrokerRegistration
 
 log = logging.getLogger("replog.controller")
@@ -45,7 +46,7 @@ def endpoint(registration: BrokerRegistration) -> common_pb2.BrokerEndpoint:
 
 
 def leader_and_isr_state(
-    partition: TopicPartition, topic_id: str, state: PartitionState, replicas: Sequence[int], *, is_new: bool,
+    partition: TopicPartition, topic_id: str, state: LeaderAndIsr, replicas: Sequence[int], *, is_new: bool,
     adding: Sequence[int] = (), removing: Sequence[int] = (),
 ) -> broker_pb2.LeaderAndIsrPartitionState:
     return broker_pb2.LeaderAndIsrPartitionState(
@@ -57,7 +58,7 @@ def leader_and_isr_state(
 
 
 def update_metadata_state(
-    partition: TopicPartition, topic_id: str, state: PartitionState, replicas: Sequence[int],
+    partition: TopicPartition, topic_id: str, state: LeaderAndIsr, replicas: Sequence[int],
     live: Iterable[int],
 ) -> broker_pb2.UpdateMetadataPartitionState:
     alive = set(live)

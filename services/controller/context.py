@@ -14,7 +14,8 @@ import dataclasses
 from collections.abc import Iterator
 
 from replog.controller.topic_configs import unclean_leader_election_enabled
-from replog.zk.records import TopicAssignment, TopicPartition
+from replog.core.topic_partition import TopicPartition
+from replog.zk.records import TopicAssignment
 from replog.zk.store import BrokerRegistration, ControllerLease, TopicSnapshot, VersionedState
 
 

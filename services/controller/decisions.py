@@ -33,7 +33,8 @@ from replog.core import messages as core
 from replog.core.errors import ErrorCode
 from replog.core.invariant import require
 from replog.core.messages import AlterPartitionRequest, IsrMember
-from replog.zk.records import NO_LEADER, PartitionState, TopicAssignment, TopicPartition
+from replog.core.topic_partition import TopicPartition
+from replog.zk.records import NO_LEADER, LeaderAndIsr, TopicAssignment
 
 TOPIC_NAME_LENGTH_MAX = 249
 # One topic is created in one ZooKeeper multi, which must stay under ZooKeeper's
@@ -270,7 +271,7 @@ def _spread_over_racks(first: int, others: Sequence[int], racks: Mapping[int, st
     return chosen
 
 
-def new_partition_state(replicas: Sequence[int], controller_epoch: int) -> PartitionState:
+def new_partition_state(replicas: Sequence[int], controller_epoch: int) -> LeaderAndIsr:
     """A new partition (every replica live, as placement ensures): core's initial state."""
     return _stored(election.initial_state(tuple(replicas)), controller_epoch)
 
@@ -333,8 +334,8 @@ def plan_new_partitions(
 @dataclasses.dataclass(frozen=True)
 class PartitionChange:
     partition: TopicPartition
-    before: PartitionState
-    after: PartitionState
+    before: LeaderAndIsr
+    after: LeaderAndIsr
     unclean: bool = False  # the leader was elected from outside the ISR
 
     @property
@@ -354,7 +355,7 @@ class PartitionChange:
 
 def reconcile_partition(
     partition: TopicPartition,
-    state: PartitionState,
+    state: LeaderAndIsr,
     replicas: Sequence[int],
     live: Collection[int],
     *,
@@ -394,7 +395,7 @@ def reconcile_partition(
 
 def elect_on_request(
     partition: TopicPartition,
-    state: PartitionState,
+    state: LeaderAndIsr,
     replicas: Sequence[int],
     electable: Collection[int],
     *,
@@ -418,7 +419,7 @@ def elect_on_request(
 
 def shut_down_replica(
     partition: TopicPartition,
-    state: PartitionState,
+    state: LeaderAndIsr,
     replicas: Sequence[int],
     broker: int,
     electable: Collection[int],
@@ -436,7 +437,7 @@ def shut_down_replica(
 
 def change_replicas(
     partition: TopicPartition,
-    state: PartitionState,
+    state: LeaderAndIsr,
     replicas: Sequence[int],
     new_replicas: Sequence[int],
     electable: Collection[int],
@@ -471,11 +472,11 @@ class IsrProposal:
 
 def judge_isr_proposal(
     proposal: IsrProposal,
-    state: PartitionState,
+    state: LeaderAndIsr,
     replicas: Sequence[int],
     live_broker_epochs: Mapping[int, int],
     controller_epoch: int,
-) -> tuple[Rejection | None, PartitionState]:
+) -> tuple[Rejection | None, LeaderAndIsr]:
     """Core's AlterPartition rules: (None, the state to write, or `state` itself when nothing
     changes) or (why not, `state`). A new ISR member must be a live broker; the wire carries
     no broker epochs per member, so its live registration's epoch stands for it."""
@@ -492,7 +493,7 @@ def judge_isr_proposal(
 
 
 def _why_not(
-    error: ErrorCode, proposal: IsrProposal, state: PartitionState, replicas: Sequence[int],
+    error: ErrorCode, proposal: IsrProposal, state: LeaderAndIsr, replicas: Sequence[int],
     live_broker_epochs: Mapping[int, int],
 ) -> str:
     if error == ErrorCode.FENCED_LEADER_EPOCH:
@@ -511,11 +512,11 @@ def _why_not(
             f"including the leader {state.leader}")
 
 
-def _core(state: PartitionState, replicas: Sequence[int]) -> core.PartitionState:
+def _core(state: LeaderAndIsr, replicas: Sequence[int]) -> core.PartitionState:
     return core.PartitionState(leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
                                partition_epoch=state.partition_epoch, replicas=tuple(replicas))
 
 
-def _stored(state: core.PartitionState, controller_epoch: int) -> PartitionState:
-    return PartitionState(leader=state.leader, leader_epoch=state.leader_epoch, isr=state.isr,
+def _stored(state: core.PartitionState, controller_epoch: int) -> LeaderAndIsr:
+    return LeaderAndIsr(leader=state.leader, leader_epoch=state.leader_epoch, isr=state.isr,
                           controller_epoch=controller_epoch, partition_epoch=state.partition_epoch)

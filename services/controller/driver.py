@@ -45,8 +45,9 @@ from replog.controller.metrics import controller_metrics
 from replog.controller.reassignment import Reassignments
 from replog.controller.topics import TopicAdmin
 from replog.core.errors import ErrorCode
+from replog.core.topic_partition import TopicPartition
 from replog.rpc.coalesce import CoalescingJob
-from replog.zk.records import PartitionState, TopicPartition
+from replog.zk.records import LeaderAndIsr
 from replog.zk.store import (
     ControllerFencedError,
     ControllerLease,
@@ -80,7 +81,7 @@ class ProposalOutcome:
     partition: TopicPartition
     error: ErrorCode
     message: str = ""
-    state: PartitionState | None = None
+    state: LeaderAndIsr | None = None
 
 
 class NotActive(Exception):

@@ -37,7 +37,7 @@ from replog.controller.events import ControllerBusy
 from replog.core import election
 from replog.core import messages as core
 from replog.core.errors import ErrorCode
-from replog.zk.records import TopicPartition
+from replog.core.topic_partition import TopicPartition
 from replog.zk.store import ControllerLease
 
 if TYPE_CHECKING:

@@ -23,7 +23,8 @@ from replog.controller.context import ControllerContext
 from replog.controller.decisions import SUCCESS, Outcome, PartitionChange, Rejection, change_replicas
 from replog.controller.reassignment_plan import ReplicaSets, is_complete, plan_cancel, plan_reassignment
 from replog.core.errors import ErrorCode
-from replog.zk.records import TopicAssignment, TopicPartition
+from replog.core.topic_partition import TopicPartition
+from replog.zk.records import TopicAssignment
 from replog.zk.store import MULTI_OPS_MAX, StateWrite, VersionedState
 
 if TYPE_CHECKING:

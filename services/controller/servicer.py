@@ -17,7 +17,7 @@ from replog.controller.reassignment import OngoingReassignment
 from replog.controller.topic_configs import ConfigChange, ConfigOp
 from replog.controller.topics import NewPartitions, TopicOutcome
 from replog.core.errors import ErrorCode
-from replog.zk.records import TopicPartition
+from replog.core.topic_partition import TopicPartition
 
 _RESOURCE_TYPES = {
     controller_pb2.CONFIG_RESOURCE_TYPE_TOPIC: ResourceType.TOPIC,

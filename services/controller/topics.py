@@ -37,7 +37,8 @@ from replog.controller.decisions import (
     plan_topic,
 )
 from replog.core.errors import ErrorCode
-from replog.zk.records import TopicAssignment, TopicPartition
+from replog.core.topic_partition import TopicPartition
+from replog.zk.records import TopicAssignment
 from replog.zk.store import TopicExistsError, TopicSnapshot, VersionedState, WriteOutcomeUnknown
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ import dataclasses
 import types
 from collections.abc import Mapping
 
-from replog.zk.records import PartitionState, TopicAssignment
+from replog.zk.records import LeaderAndIsr, TopicAssignment
 from replog.zk.store import BrokerRegistration, ControllerInfo
 
 
@@ -26,7 +26,7 @@ class TopicImage:
     partitions: tuple[PartitionImage, ...]
 
     @classmethod
-    def build(cls, name: str, assignment: TopicAssignment, states: Mapping[int, PartitionState]) -> TopicImage:
+    def build(cls, name: str, assignment: TopicAssignment, states: Mapping[int, LeaderAndIsr]) -> TopicImage:
         """The topic's partitions whose state is known, in partition order."""
         return cls(name, assignment.topic_id, tuple(
             PartitionImage(p, states[p].leader, states[p].leader_epoch, assignment.replicas(p), states[p].isr)

@@ -19,8 +19,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from replog.core.topic_partition import TopicPartition
 from replog.metadata.image import TopicImage
-from replog.zk.records import PartitionState, StateChanges, TopicAssignment, TopicPartition
+from replog.zk.records import LeaderAndIsr, StateChanges, TopicAssignment
 from replog.zk.store import MetadataStore, Watch, Watched
 
 
@@ -29,7 +30,7 @@ class _FollowedTopic:
     name: str
     topic_watch: Watch
     assignment: Watched[TopicAssignment] | None = None
-    states: dict[int, Watched[PartitionState]] = dataclasses.field(default_factory=dict)
+    states: dict[int, Watched[LeaderAndIsr]] = dataclasses.field(default_factory=dict)
     state_watches: dict[int, Watch] = dataclasses.field(default_factory=dict)
     listed: bool = False  # in the image already (this incarnation of the topic)
 
@@ -38,7 +39,7 @@ class _FollowedTopic:
         for watch in self.state_watches.values():
             watch.cancel()
 
-    def current_states(self) -> dict[int, PartitionState]:
+    def current_states(self) -> dict[int, LeaderAndIsr]:
         """The states that belong to the current topic znode, not to a deleted topic of the same name."""
         if self.assignment is None:
             return {}
@@ -119,7 +120,7 @@ class TopicFollower:
                 continue
             self._on_state(partition, Watched(state, topic.assignment.created_zxid, changes.modified_zxid))
 
-    def _on_state(self, partition: TopicPartition, state: Watched[PartitionState] | None) -> None:
+    def _on_state(self, partition: TopicPartition, state: Watched[LeaderAndIsr] | None) -> None:
         topic = self._topics.get(partition.topic)
         if topic is None or partition.partition not in topic.state_watches:
             return

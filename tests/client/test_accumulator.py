@@ -6,7 +6,7 @@ import pytest
 
 from replog.client.accumulator import BATCH_OVERHEAD_BYTES, RecordAccumulator, record_size_bytes
 from replog.client.errors import ClientTimeoutError, ProducerClosedError
-from replog.client.types import TopicPartition
+from replog.core.topic_partition import TopicPartition
 from replog.protocol import encode_batch
 from replog.protocol.compression import Compression
 from tests.client.helpers import metadata

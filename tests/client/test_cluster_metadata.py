@@ -2,8 +2,8 @@
 
 from replog.api.common.v1 import common_pb2
 from replog.client.cluster import ClusterMetadata
-from replog.client.types import TopicPartition
 from replog.core.errors import ErrorCode
+from replog.core.topic_partition import TopicPartition
 from tests.client.helpers import metadata, metadata_response
 
 TP = TopicPartition("t", 0)

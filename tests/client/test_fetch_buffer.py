@@ -1,7 +1,7 @@
 """What poll() takes from a fetched answer: whole batches only, from the position on."""
 
 from replog.client.fetch_buffer import CompletedFetch, next_fetch_offset
-from replog.client.types import TopicPartition
+from replog.core.topic_partition import TopicPartition
 from replog.protocol import encode_batch, stamp_batches, validate_batches
 
 TP = TopicPartition("t", 0)

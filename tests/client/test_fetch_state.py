@@ -4,7 +4,7 @@ import pytest
 
 from replog.client.errors import ClientError, LogTruncationError, OffsetOutOfRangeError
 from replog.client.fetch_state import Assignment, State
-from replog.client.types import TopicPartition
+from replog.core.topic_partition import TopicPartition
 
 TP = TopicPartition("t", 0)
 

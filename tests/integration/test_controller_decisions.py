@@ -29,9 +29,10 @@ from replog.controller.topic_configs import (
     apply_config_changes,
     validate_topic_configs,
 )
-from replog.storage import LogConfig
 from replog.core.errors import ErrorCode
-from replog.zk.records import NO_LEADER, PartitionState, TopicAssignment, TopicPartition
+from replog.core.topic_partition import TopicPartition
+from replog.storage import LogConfig
+from replog.zk.records import NO_LEADER, LeaderAndIsr, TopicAssignment
 
 TP = TopicPartition("orders", 0)
 DEFAULTS = TopicDefaults(num_partitions=1, replication_factor=1)
@@ -39,7 +40,7 @@ THREE = {1: None, 2: None, 3: None}
 
 
 def state(leader, isr, leader_epoch=4, partition_epoch=7):
-    return PartitionState(leader=leader, leader_epoch=leader_epoch, isr=tuple(isr), controller_epoch=1,
+    return LeaderAndIsr(leader=leader, leader_epoch=leader_epoch, isr=tuple(isr), controller_epoch=1,
                           partition_epoch=partition_epoch)
 
 
@@ -81,7 +82,7 @@ def test_with_racks_every_partition_spans_as_many_racks_as_it_can():
 
 
 def test_a_new_partition_is_led_by_its_first_replica_with_every_replica_in_sync():
-    assert new_partition_state((2, 3, 1), controller_epoch=5) == PartitionState(2, 0, (2, 3, 1), 5, 0)
+    assert new_partition_state((2, 3, 1), controller_epoch=5) == LeaderAndIsr(2, 0, (2, 3, 1), 5, 0)
 
 
 # -- validation of new topics --------------------------------------------------------------------
@@ -177,13 +178,13 @@ def reconcile(before, live, unclean=False):
 
 def test_a_dead_leader_is_replaced_by_the_first_live_isr_member_with_a_new_leader_epoch():
     change = reconcile(state(1, (1, 3, 2)), {2, 3})
-    assert change.after == PartitionState(2, 5, (3, 2), 9, 8)
+    assert change.after == LeaderAndIsr(2, 5, (3, 2), 9, 8)
     assert change.leader_changed and not change.unclean
 
 
 def test_a_dead_follower_leaves_the_isr_without_a_leader_change():
     change = reconcile(state(1, (1, 2, 3)), {1, 3})
-    assert change.after == PartitionState(1, 4, (1, 3), 9, 8)
+    assert change.after == LeaderAndIsr(1, 4, (1, 3), 9, 8)
     assert not change.leader_changed
 
 
@@ -193,15 +194,15 @@ def test_nothing_changes_when_every_isr_member_is_alive():
 
 def test_brokers_dying_together_make_one_change_with_one_partition_epoch_step():
     change = reconcile(state(1, (1, 2, 3)), {3})
-    assert change.after == PartitionState(3, 5, (3,), 9, 8)
+    assert change.after == LeaderAndIsr(3, 5, (3,), 9, 8)
 
 
 def test_with_no_live_isr_member_the_partition_goes_offline_and_keeps_its_last_isr_member():
     change = reconcile(state(1, (1,)), {2, 3})
-    assert change.after == PartitionState(NO_LEADER, 5, (1,), 9, 8)
+    assert change.after == LeaderAndIsr(NO_LEADER, 5, (1,), 9, 8)
     assert reconcile(change.after, {2, 3}) is None, "still offline: nothing to do until an ISR member returns"
     back = reconcile(change.after, {1, 2, 3})
-    assert back.after == PartitionState(1, 6, (1,), 9, 9)
+    assert back.after == LeaderAndIsr(1, 6, (1,), 9, 9)
 
 
 def test_unclean_election_takes_a_live_replica_when_the_topic_allows_it():
@@ -261,7 +262,7 @@ def test_a_resent_proposal_that_was_applied_already_passes_without_a_change():
 def test_an_accepted_isr_change_bumps_only_the_partition_epoch():
     rejection, after = judge_isr_proposal(IsrProposal(1, 4, 7, (1, 2, 3)), state(1, (1, 2)), (1, 2, 3),
                                           {**LIVE_EPOCHS, 3: 300}, controller_epoch=9)
-    assert rejection is None and after == PartitionState(1, 4, (1, 2, 3), 9, 8)
+    assert rejection is None and after == LeaderAndIsr(1, 4, (1, 2, 3), 9, 8)
 
 
 # -- the znode JSON ------------------------------------------------------------------------------
@@ -272,4 +273,4 @@ def test_znode_json_round_trips():
     assert TopicAssignment.from_json(assignment.to_json()) == assignment
     assert b'"version":3' in assignment.to_json() and b'"partitions":{"0":[1,2],"1":[2,3]}' in assignment.to_json()
     partition_state = state(1, (1, 2))
-    assert PartitionState.from_json(partition_state.to_json()) == partition_state
+    assert LeaderAndIsr.from_json(partition_state.to_json()) == partition_state

@@ -12,8 +12,9 @@ import pytest
 from replog.controller.decisions import IsrProposal, NewTopic, TopicDefaults
 from replog.controller.driver import Controller, ControllerSettings
 from replog.core.errors import ErrorCode
+from replog.core.topic_partition import TopicPartition
 from replog.dev.processes import free_port
-from replog.zk.records import PartitionState, TopicPartition
+from replog.zk.records import LeaderAndIsr
 from replog.zk.store import BrokerRegistration, MetadataStore, StateWrite
 
 pytestmark = pytest.mark.slow
@@ -65,7 +66,7 @@ def test_a_stale_view_is_read_again_and_the_proposals_judged_again(zookeeper):
         assert created.error == ErrorCode.NONE
         p0, p1 = TopicPartition("t", 0), TopicPartition("t", 1)
         # Someone else changes p0 behind the controller's back (its view keeps version 0).
-        changed = PartitionState(1, 0, (1, 2), lease.epoch, 1)
+        changed = LeaderAndIsr(1, 0, (1, 2), lease.epoch, 1)
         assert (await other.write_partition_states(lease, [StateWrite(p0, changed, 0)])).complete
         epoch = (await other.live_brokers())[1].broker_epoch
 
@@ -78,7 +79,7 @@ def test_a_stale_view_is_read_again_and_the_proposals_judged_again(zookeeper):
         assert by_partition[p0].error == ErrorCode.NONE and by_partition[p0].state == changed
         # p1 was judged again and written in a second round.
         assert by_partition[p1].error == ErrorCode.NONE
-        assert by_partition[p1].state == PartitionState(1, 0, (1, 2), lease.epoch, 1)
+        assert by_partition[p1].state == LeaderAndIsr(1, 0, (1, 2), lease.epoch, 1)
         assert (await other.read_partition_state(p1)).state == by_partition[p1].state
 
         rejection, (stale,) = await controller.alter_partition(1, epoch, [(p0, IsrProposal(1, 0, 0, (1,)))])

@@ -9,7 +9,8 @@ import uuid
 
 import pytest
 
-from replog.zk.records import PartitionState, TopicAssignment, TopicPartition
+from replog.core.topic_partition import TopicPartition
+from replog.zk.records import LeaderAndIsr, TopicAssignment
 from replog.zk.store import MULTI_OPS_MAX, ControllerFencedError, MetadataStore, StateWrite, TopicExistsError
 
 pytestmark = pytest.mark.slow
@@ -35,7 +36,7 @@ def run(zookeeper: str, sessions: int, scenario) -> None:
 def new_topic(replicas=(1, 2)):
     """Arguments of create_topic after the lease and name: assignment, config, states."""
     assignment = TopicAssignment(uuid.uuid4().hex, {0: replicas, 1: replicas})
-    states = {p: PartitionState(replicas[0], 0, replicas, 1, 0) for p in assignment.partitions}
+    states = {p: LeaderAndIsr(replicas[0], 0, replicas, 1, 0) for p in assignment.partitions}
     return assignment, {}, states
 
 
@@ -51,7 +52,7 @@ def test_a_controller_that_lost_its_lease_cannot_write(zookeeper):
         new_lease = await new.elect_controller(2, "127.0.0.1", 2)
         assert new_lease is not None and new_lease.epoch == old_lease.epoch + 1
 
-        stale = StateWrite(TopicPartition("orders", 0), PartitionState(2, 1, (2,), old_lease.epoch, 1), 0)
+        stale = StateWrite(TopicPartition("orders", 0), LeaderAndIsr(2, 1, (2,), old_lease.epoch, 1), 0)
         with pytest.raises(ControllerFencedError):
             await old.write_partition_states(old_lease, [stale])
         with pytest.raises(ControllerFencedError):
@@ -60,7 +61,7 @@ def test_a_controller_that_lost_its_lease_cannot_write(zookeeper):
         assert await new.read_topic("late") is None
 
         # The new lease writes.
-        fresh = StateWrite(TopicPartition("orders", 0), PartitionState(2, 1, (2,), new_lease.epoch, 1), 0)
+        fresh = StateWrite(TopicPartition("orders", 0), LeaderAndIsr(2, 1, (2,), new_lease.epoch, 1), 0)
         result = await new.write_partition_states(new_lease, [fresh])
         assert result.complete and result.committed == {TopicPartition("orders", 0): 1}
         with pytest.raises(TopicExistsError):
@@ -74,7 +75,7 @@ def test_a_state_write_from_a_stale_version_is_a_conflict_and_its_multi_is_not_a
         lease = await store.elect_controller(1, "127.0.0.1", 1)
         await store.create_topic(lease, "orders", *new_topic((1, 2, 3)))
         p0, p1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
-        shrunk = PartitionState(1, 0, (1, 2), lease.epoch, 1)
+        shrunk = LeaderAndIsr(1, 0, (1, 2), lease.epoch, 1)
         result = await store.write_partition_states(lease, [StateWrite(p0, shrunk, 0), StateWrite(p1, shrunk, 5)])
         assert result.conflicts == {p1} and result.committed == {}
         assert (await store.read_partition_state(p0)).zk_version == 0, "the whole multi was refused"
@@ -109,7 +110,7 @@ def test_the_states_of_a_write_are_notified_together_and_a_refused_write_notifie
         reader.watch_state_changes(notified.put_nowait)
         assert (await asyncio.wait_for(notified.get(), 5)).value.states == {}, "no state was changed yet"
         p0, p1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
-        shrunk = PartitionState(1, 0, (1, 2), lease.epoch, 1)
+        shrunk = LeaderAndIsr(1, 0, (1, 2), lease.epoch, 1)
         refused = await store.write_partition_states(lease, [StateWrite(p0, shrunk, 0), StateWrite(p1, shrunk, 5)])
         assert refused.conflicts == {p1}
         await store.write_partition_states(lease, [StateWrite(p0, shrunk, 0), StateWrite(p1, shrunk, 0)])
@@ -124,9 +125,9 @@ def test_the_last_notification_of_a_write_in_several_multis_holds_the_multi_befo
         lease = await store.elect_controller(1, "127.0.0.1", 1)
         count = MULTI_OPS_MAX  # one multi holds fewer states than that
         assignment = TopicAssignment(uuid.uuid4().hex, {p: (1, 2) for p in range(count)})
-        await store.create_topic(lease, "wide", assignment, {}, {p: PartitionState(1, 0, (1, 2), 1, 0)
+        await store.create_topic(lease, "wide", assignment, {}, {p: LeaderAndIsr(1, 0, (1, 2), 1, 0)
                                                                  for p in range(count)})
-        moved = PartitionState(2, 1, (2,), lease.epoch, 1)
+        moved = LeaderAndIsr(2, 1, (2,), lease.epoch, 1)
         writes = [StateWrite(TopicPartition("wide", p), moved, 0) for p in range(count)]
         assert len((await store.write_partition_states(lease, writes)).committed) == count
         latest: asyncio.Queue = asyncio.Queue()

@@ -16,8 +16,8 @@ from replog.client import Producer
 from replog.controller.decisions import NewTopic, TopicDefaults
 from replog.controller.driver import Controller, ControllerSettings
 from replog.core.errors import ErrorCode
+from replog.core.topic_partition import TopicPartition
 from replog.dev.processes import free_port
-from replog.zk.records import TopicPartition
 from replog.zk.store import BrokerRegistration, MetadataStore
 from tests.integration.cluster import wait_for
 from tests.integration.test_admin_support import (

@@ -14,8 +14,9 @@ import pytest
 
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from replog.api.common.v1 import common_pb2
+from replog.core.topic_partition import TopicPartition
 from replog.dev.processes import scrape_metric
-from replog.zk.records import PartitionState, TopicAssignment, TopicPartition
+from replog.zk.records import LeaderAndIsr, TopicAssignment
 from replog.zk.store import ControllerFencedError, ControllerLease, StateWrite
 from tests.integration.cluster import wait_for
 from tests.integration.test_admin_support import FAILOVER_S_MAX, active_controller, in_zookeeper, metadata
@@ -60,7 +61,7 @@ def test_a_controller_paused_past_its_session_is_fenced_when_it_wakes(cluster):
         replicas = (1, 2)
         with pytest.raises(ControllerFencedError):
             await store.create_topic(stale_lease, "zombie", TopicAssignment(uuid.uuid4().hex, {0: replicas}), {},
-                                     {0: PartitionState(1, 0, replicas, epoch, 0)})
+                                     {0: LeaderAndIsr(1, 0, replicas, epoch, 0)})
         return await store.read_partition_state(tp), await store.read_topic("zombie")
 
     after, zombie_topic = in_zookeeper(cluster, stale_writes)

@@ -12,9 +12,10 @@ import uuid
 
 import pytest
 
+from replog.core.topic_partition import TopicPartition
 from replog.dev.processes import free_port
 from replog.metadata.service import MetadataProcess
-from replog.zk.records import PartitionState, TopicAssignment, TopicPartition
+from replog.zk.records import LeaderAndIsr, TopicAssignment
 from replog.zk.store import BrokerRegistration, MetadataStore, StateWrite
 
 pytestmark = pytest.mark.slow
@@ -52,7 +53,7 @@ def test_states_from_an_election_are_published_with_the_dead_broker_gone(zookeep
         await controller.start()
         brokers = {broker_id: await register(connect, broker_id) for broker_id in (1, 2, 3)}
         lease = await controller.elect_controller(7, "127.0.0.1", 1)
-        led_by_3 = PartitionState(3, 0, (3, 1), lease.epoch, 0)
+        led_by_3 = LeaderAndIsr(3, 0, (3, 1), lease.epoch, 0)
         await controller.create_topic(lease, TOPIC, TopicAssignment("id-1", {0: (3, 1)}), {}, {0: led_by_3})
         process = MetadataProcess({"zookeeper.connect": connect, "zookeeper.session.timeout.ms": 6000,
                                    "zookeeper.connection.timeout.ms": 5000})
@@ -64,7 +65,7 @@ def test_states_from_an_election_are_published_with_the_dead_broker_gone(zookeep
             process._refresh.request = lambda: None
             await brokers.pop(3).stop()
             (current,) = [s for s in (await controller.read_topic(TOPIC)).states.values()]
-            elected = PartitionState(1, 1, (1,), lease.epoch, 1)
+            elected = LeaderAndIsr(1, 1, (1,), lease.epoch, 1)
             await controller.write_partition_states(
                 lease, [StateWrite(TopicPartition(TOPIC, 0), elected, current.zk_version)])
 

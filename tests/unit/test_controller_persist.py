@@ -5,7 +5,8 @@ import asyncio
 from replog.controller.context import ControllerContext
 from replog.controller.decisions import PartitionChange, TopicDefaults
 from replog.controller.driver import Controller, ControllerSettings
-from replog.zk.records import PartitionState, TopicPartition
+from replog.core.topic_partition import TopicPartition
+from replog.zk.records import LeaderAndIsr
 from replog.zk.store import ControllerLease, StateWriteResult, VersionedState
 
 
@@ -29,8 +30,8 @@ def test_new_leaders_are_written_before_isr_changes_so_they_land_with_the_first_
     for partition in range(6):
         tp = TopicPartition("orders", partition)
         leader, leader_epoch = (1, 0) if partition < 3 else (3, 0)
-        before = PartitionState(leader, leader_epoch, (leader, 1, 2) if leader == 3 else (1, 2, 3), 1, 0)
-        after = PartitionState(1, 0 if leader == 1 else 1, (1, 2), 1, 1)
+        before = LeaderAndIsr(leader, leader_epoch, (leader, 1, 2) if leader == 3 else (1, 2, 3), 1, 0)
+        after = LeaderAndIsr(1, 0 if leader == 1 else 1, (1, 2), 1, 1)
         context.states[tp] = VersionedState(before, 0)
         changes.append(PartitionChange(tp, before, after))
     applied = asyncio.run(controller.persist(context, changes, None))

@@ -2,7 +2,7 @@
 
 from replog.metadata import render
 from replog.metadata.image import MetadataImage, TopicImage
-from replog.zk.records import PartitionState, TopicAssignment
+from replog.zk.records import LeaderAndIsr, TopicAssignment
 from replog.zk.store import BrokerRegistration
 
 REPLICAS = (1, 2, 3)
@@ -10,7 +10,7 @@ REPLICAS = (1, 2, 3)
 
 def topic(name: str, leader: int) -> TopicImage:
     assignment = TopicAssignment(f"{name}-id", {0: REPLICAS, 1: REPLICAS})
-    return TopicImage.build(name, assignment, {p: PartitionState(leader, 0, REPLICAS, 1, 0) for p in (0, 1)})
+    return TopicImage.build(name, assignment, {p: LeaderAndIsr(leader, 0, REPLICAS, 1, 0) for p in (0, 1)})
 
 
 def brokers(*ids: int) -> dict[int, BrokerRegistration]:

@@ -1,8 +1,9 @@
 """How the metadata service follows partition states: from the controller's notification of each
 write, all at once, and from each state's own watch, which then only confirms them."""
 
+from replog.core.topic_partition import TopicPartition
 from replog.metadata.topics import TopicFollower
-from replog.zk.records import PartitionState, StateChanges, TopicAssignment, TopicPartition
+from replog.zk.records import LeaderAndIsr, StateChanges, TopicAssignment
 from replog.zk.store import Watch, Watched
 
 REPLICAS = (1, 2, 3)
@@ -30,8 +31,8 @@ class Store:
         return Watch()
 
 
-def led_by(leader: int, partition_epoch: int) -> PartitionState:
-    return PartitionState(leader, partition_epoch, (leader,), 1, partition_epoch)
+def led_by(leader: int, partition_epoch: int) -> LeaderAndIsr:
+    return LeaderAndIsr(leader, partition_epoch, (leader,), 1, partition_epoch)
 
 
 def following_orders(created_zxid: int = 10) -> tuple[TopicFollower, Store, list[str]]:

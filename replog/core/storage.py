@@ -1,0 +1,82 @@
+"""The partition log as the core's driver sees it: the interface, and what its calls answer.
+
+`replog.storage.PartitionLog` implements it on disk and `replog.core.log.MemoryLog`
+in memory (the reference, in the manner of etcd's MemoryStorage), so that the
+broker and the simulator run one driver over either.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """What an append did. On error nothing was appended and the offsets are -1."""
+
+    error: ErrorCode
+    reason: str = ""
+    first_offset: int = -1
+    last_offset: int = -1
+    max_timestamp: int = -1  # ms; the largest maxTimestamp of the appended batches
+    records_count: int = 0
+    size_bytes: int = 0
+    # (leader epoch, first offset) wherever the epoch changes among the appended
+    # batches, starting with the first batch: what the leader epoch cache takes.
+    epoch_starts: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    error: ErrorCode
+    records: Any  # whole batches (bytes on disk); the first one holds the fetch offset
+    log_start_offset: int
+    log_end_offset: int
+
+
+class LogStorage(Protocol):
+    """A partition's log as the driver sees it. Offsets are Kafka's; ends are exclusive.
+
+    The core never calls these: it emits AppendAsLeader, AppendAsFollower,
+    TruncateTo and TruncateFullyAndStartAt, and the driver applies them here in
+    order. A failed append or truncation means the core's view of the log is
+    wrong: the driver takes the replica offline (PartitionReplica.stop with
+    KAFKA_STORAGE_ERROR), as Kafka does when a log directory fails.
+    """
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def recovery_point(self) -> int:
+        """Everything below this offset survives a crash."""
+        ...
+
+    def append_as_leader(self, batches: Any, leader_epoch: int, now_ms: int) -> AppendInfo:
+        """Give the batches offsets from the log end offset and `leader_epoch`, then append."""
+        ...
+
+    def append_as_follower(self, batches: Any, *, now_ms: int | None = None) -> AppendInfo:
+        """Append batches fetched from the leader, keeping their offsets and epochs."""
+        ...
+
+    def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None) -> ReadResult:
+        """Whole batches from the one holding `fetch_offset`; none starting at or after
+        `max_offset`; at least one batch even past `max_bytes`, so a fetch makes progress."""
+        ...
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch at or after `offset`, durably; True if anything was removed."""
+        ...
+
+    def truncate_fully_and_start_at(self, offset: int) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def maybe_flush(self, now_ms: int) -> bool:
+        """Flush when records have waited flush.ms (called on the driver's ticks)."""
+        ...
