@@ -38,6 +38,7 @@ from .messages import (
     CompleteProduce,
     FetchPlan,
     FetchRequest,
+    IsrChanged,
     IsrMember,
     PartitionState,
     ProduceRequest,
@@ -45,6 +46,18 @@ from .messages import (
 )
 from .outbox import Outbox
 from .truncation import diverging_epoch
+
+
+def check_acks(acks: int) -> ErrorCode:
+    """A produce request's acks must be 0, 1 or all (-1); anything else is refused before its
+    records are looked at."""
+    return ErrorCode.NONE if acks in (ACKS_NONE, ACKS_LEADER, ACKS_ALL) else ErrorCode.INVALID_REQUIRED_ACKS
+
+
+def answers_produce(acks: int) -> bool:
+    """Whether a CompleteProduce follows a produce request: acks=0 producers wait for nothing,
+    and Kafka sends them no response at all."""
+    return acks != ACKS_NONE
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +124,7 @@ class LeaderRole:
 
     def produce(self, request: ProduceRequest, now_ms: int) -> None:
         acks = request.acks
-        if acks not in (ACKS_NONE, ACKS_LEADER, ACKS_ALL):
+        if check_acks(acks) != ErrorCode.NONE:
             self._answer(request, ErrorCode.INVALID_REQUIRED_ACKS)
             return
         if request.record_count <= 0:
@@ -133,8 +146,7 @@ class LeaderRole:
         self._maybe_advance_high_watermark()
 
     def _answer(self, request: ProduceRequest, error: ErrorCode, base_offset: int = -1) -> None:
-        # acks=0 producers wait for nothing; Kafka sends them no response at all.
-        if request.acks != ACKS_NONE:
+        if answers_produce(request.acks):
             self._outbox.complete(CompleteProduce(request.request_id, error, base_offset))
 
     # -- fetch ----------------------------------------------------------------
@@ -225,10 +237,6 @@ class LeaderRole:
                 self._outbox.complete(CompleteProduce(waiter.request_id, ErrorCode.REQUEST_TIMED_OUT))
         self._waiters = deque(waiter for waiter in self._waiters if waiter.deadline_ms > now_ms)
 
-    @property
-    def waiting_produce_count(self) -> int:
-        return len(self._waiters)
-
     # -- ISR changes ----------------------------------------------------------
 
     def _maybe_expand_isr(self, replica: int, now_ms: int) -> None:
@@ -316,7 +324,10 @@ class LeaderRole:
             self._fail_waiters(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
 
     def _commit_isr(self, isr: tuple[int, ...], event: IsrEvent) -> None:
+        before = self._isr.isr
         self._isr = transition(self._isr, event, CommittedIsr(isr))
+        if isr != before:
+            self._outbox.isr_changed(IsrChanged(before, isr))
         if len(isr) < self._config.min_insync_replicas:
             self._fail_waiters(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
         self._maybe_advance_high_watermark()

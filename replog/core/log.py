@@ -1,66 +1,24 @@
-"""What a driver needs from a partition's log, and an in-memory reference log.
+"""The in-memory reference log: the core's `LogStorage` (replog.core.storage) without a disk.
 
-`LogStorage` is the narrow interface the broker's driver uses to carry out the
-core's log operations (replog.storage.PartitionLog implements it on disk).
-`MemoryLog` is its reference implementation, in the manner of etcd's
-MemoryStorage: it backs the core's tests and the simulator, and `crash()` loses
-everything written since the last `flush()`, like a page cache at power loss.
+In the manner of etcd's MemoryStorage: it backs the core's tests and the
+simulator, which run the same `PartitionDriver` over it as the broker runs over
+`replog.storage.PartitionLog`. `crash()` loses everything written since the
+last flush, like a page cache at power loss; `flush_interval_ms` plays the part
+of flush.ms (0: every append is flushed, as flush.messages=1 does).
 """
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from .errors import ErrorCode
 from .invariant import require
-from .messages import (
-    AppendAsFollower,
-    AppendAsLeader,
-    FetchPlan,
-    FetchResponse,
-    LogOp,
-    TruncateFullyAndStartAt,
-    TruncateTo,
-)
+from .messages import FetchPlan, FetchResponse
 from .records import BatchInfo
-from .storage import AppendInfo, LogStorage, ReadResult
+from .storage import AppendInfo, ReadResult
 
 # Kafka's RecordBatch v2 header: what a batch costs on disk besides its records.
 BATCH_OVERHEAD_BYTES = 61
-
-
-class LogOpFailed(Exception):
-    """The log refused an operation: the replica must go offline (stop with KAFKA_STORAGE_ERROR)."""
-
-    def __init__(self, op: LogOp, error: ErrorCode) -> None:
-        super().__init__(f"{type(op).__name__} failed with {error.name}")
-        self.op = op
-        self.error = error
-
-
-def apply_log_ops(log: LogStorage, ops: Iterable[LogOp], now_ms: int) -> None:
-    """Carry out a Ready's log operations, in order, checking the log agrees with the core."""
-    for op in ops:
-        if isinstance(op, AppendAsLeader):
-            outcome = log.append_as_leader(op.records, op.leader_epoch, now_ms)
-            if outcome.error != ErrorCode.NONE:
-                raise LogOpFailed(op, outcome.error)
-            require(
-                (outcome.first_offset, outcome.last_offset) == (op.base_offset, op.last_offset),
-                "log appended at [%d, %d], the core expected [%d, %d]",
-                outcome.first_offset,
-                outcome.last_offset,
-                op.base_offset,
-                op.last_offset,
-            )
-        elif isinstance(op, AppendAsFollower):
-            outcome = log.append_as_follower(op.records)
-            if outcome.error != ErrorCode.NONE:
-                raise LogOpFailed(op, outcome.error)
-        elif isinstance(op, TruncateTo):
-            log.truncate_to(op.offset)
-        else:
-            log.truncate_fully_and_start_at(op.offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +43,14 @@ class MemoryBatch:
 
 
 class MemoryLog:
-    def __init__(self, log_start_offset: int = 0) -> None:
+    def __init__(self, log_start_offset: int = 0, *, flush_interval_ms: int | None = None) -> None:
         self._batches: list[MemoryBatch] = []
         self._base_offsets: list[int] = []
         self._log_start_offset = log_start_offset
         self._log_end_offset = log_start_offset
         self._recovery_point = log_start_offset
+        self.flush_interval_ms = flush_interval_ms  # None: only an explicit flush() makes records durable
+        self._last_flush_ms = 0
 
     @property
     def log_start_offset(self) -> int:
@@ -146,6 +106,8 @@ class MemoryLog:
         self._batches.append(batch)
         self._base_offsets.append(batch.base_offset)
         self._log_end_offset = batch.last_offset + 1
+        if self.flush_interval_ms == 0:
+            self.flush()
 
     def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None) -> ReadResult:
         if not self._log_start_offset <= fetch_offset <= self._log_end_offset:
@@ -191,19 +153,12 @@ class MemoryLog:
     def flush(self) -> None:
         self._recovery_point = self._log_end_offset
 
-    def fetch_response(self, plan: FetchPlan) -> FetchResponse:
-        """What a leader backed by this log answers for `plan` (the driver's read step)."""
-        if plan.error != ErrorCode.NONE or plan.diverging_epoch is not None or not plan.has_data:
-            return FetchResponse(plan.error, plan.high_watermark, plan.log_start_offset, plan.diverging_epoch)
-        read = self.read(plan.read_offset, plan.max_bytes, max_offset=plan.max_offset)
-        return FetchResponse(
-            read.error,
-            plan.high_watermark,
-            plan.log_start_offset,
-            None,
-            tuple(batch.info for batch in read.records),
-            read.records,
-        )
+    def maybe_flush(self, now_ms: int) -> bool:
+        if not self.flush_interval_ms or now_ms - self._last_flush_ms < self.flush_interval_ms:
+            return False
+        self.flush()
+        self._last_flush_ms = now_ms
+        return True
 
     def crash(self) -> int:
         """Lose every batch past the recovery point, as after a power loss; return how many."""
@@ -214,3 +169,18 @@ class MemoryLog:
             del self._base_offsets[keep:]
             self._log_end_offset = max(self._recovery_point, self._log_start_offset)
         return lost
+
+
+def fetch_response(plan: FetchPlan, read: ReadResult | None) -> FetchResponse:
+    """A leader's answer as a follower's core takes it, when the leader's log is a MemoryLog:
+    what replog.rpc.broker_convert makes of the wire for the broker's PartitionLog."""
+    if read is None:
+        return FetchResponse(plan.error, plan.high_watermark, plan.log_start_offset, plan.diverging_epoch)
+    return FetchResponse(
+        read.error,
+        plan.high_watermark,
+        plan.log_start_offset,
+        None,
+        tuple(batch.info for batch in read.records),
+        read.records,
+    )

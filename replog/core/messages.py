@@ -19,6 +19,10 @@ CONSUMER_REPLICA_ID = -1
 # A leader epoch of -1 in a request skips the epoch check (Kafka's convention).
 NO_EPOCH = -1
 
+# ListOffsets' timestamps that ask for the log start offset and for the end a consumer may read.
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+
 ACKS_NONE = 0
 ACKS_LEADER = 1
 ACKS_ALL = -1
@@ -110,7 +114,18 @@ class FetchResponse:
     records: Any = None
 
 
-# ---- returned by handle_fetch ----------------------------------------------
+# ---- returned by handle_fetch and handle_list_offsets -----------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ListedOffset:
+    """An answer to ListOffsets for one partition; -1 for an offset or timestamp not found."""
+
+    error: ErrorCode
+    offset: int = -1
+    timestamp_ms: int = -1
+    leader_epoch: int = -1
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +149,12 @@ class FetchPlan:
     @property
     def has_data(self) -> bool:
         return self.error == ErrorCode.NONE and self.diverging_epoch is None and self.read_offset < self.max_offset
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing to answer yet: no records, no error, no divergence. A long-polling fetch
+        whose partitions are all quiet is held until one is not, or its wait is over."""
+        return not self.has_data and self.error == ErrorCode.NONE and self.diverging_epoch is None
 
 
 # ---- outputs: log operations, applied in order, before anything is sent ----
@@ -199,16 +220,38 @@ class CompleteProduce:
     base_offset: int = -1
 
 
+# ---- outputs: events for metrics and logs -----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IsrChanged:
+    """The committed ISR of a partition led here changed: the controller accepted the
+    leader's proposal, or a LeaderAndIsr for the same leader epoch brought a new one."""
+
+    before: tuple[int, ...]
+    after: tuple[int, ...]
+
+    @property
+    def shrunk(self) -> bool:
+        return not set(self.before) <= set(self.after)
+
+    @property
+    def expanded(self) -> bool:
+        return not set(self.after) <= set(self.before)
+
+
 @dataclass(frozen=True, slots=True)
 class Ready:
     """One batch of work. Apply in this order: log_ops, then the checkpoints
-    (epoch_entries, high_watermark), then send messages, then completions."""
+    (epoch_entries, high_watermark), then send messages, then completions;
+    isr_changes are events for metrics and logs, in the order they happened."""
 
     log_ops: tuple[LogOp, ...] = ()
     epoch_entries: tuple[EpochEntry, ...] | None = None
     high_watermark: int | None = None
     messages: tuple[Message, ...] = ()
     completions: tuple[CompleteProduce, ...] = ()
+    isr_changes: tuple[IsrChanged, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -218,4 +261,5 @@ class Ready:
             or self.high_watermark is not None
             or self.messages
             or self.completions
+            or self.isr_changes
         )

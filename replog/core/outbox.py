@@ -3,7 +3,7 @@
 from collections.abc import Callable
 
 from .epoch_cache import EpochEntry
-from .messages import CompleteProduce, LogOp, Message, Ready
+from .messages import CompleteProduce, IsrChanged, LogOp, Message, Ready
 
 
 class Outbox:
@@ -11,6 +11,7 @@ class Outbox:
         self._log_ops: list[LogOp] = []
         self._messages: list[Message] = []
         self._completions: list[CompleteProduce] = []
+        self._isr_changes: list[IsrChanged] = []
         self._epoch_checkpoint_due = False
         self._high_watermark_checkpoint_due = False
         self._last_id = 0
@@ -35,12 +36,16 @@ class Outbox:
     def complete(self, completion: CompleteProduce) -> None:
         self._completions.append(completion)
 
+    def isr_changed(self, change: IsrChanged) -> None:
+        self._isr_changes.append(change)
+
     @property
     def empty(self) -> bool:
         return not (
             self._log_ops
             or self._messages
             or self._completions
+            or self._isr_changes
             or self._epoch_checkpoint_due
             or self._high_watermark_checkpoint_due
         )
@@ -53,9 +58,11 @@ class Outbox:
             high_watermark=high_watermark if self._high_watermark_checkpoint_due else None,
             messages=tuple(self._messages),
             completions=tuple(self._completions),
+            isr_changes=tuple(self._isr_changes),
         )
         self._log_ops.clear()
         self._messages.clear()
         self._completions.clear()
+        self._isr_changes.clear()
         self._epoch_checkpoint_due = self._high_watermark_checkpoint_due = False
         return ready

@@ -31,15 +31,18 @@ from .epoch_cache import UNDEFINED_EPOCH_END_OFFSET, EpochEndOffset, EpochEntry
 from .errors import ErrorCode
 from .follower import FollowerRole
 from .invariant import require
-from .leader import LeaderRole
+from .leader import LeaderRole, answers_produce
 from .local_log import LocalLog
 from .messages import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
     NO_EPOCH,
     AlterPartitionResponse,
     CompleteProduce,
     FetchPlan,
     FetchRequest,
     FetchResponse,
+    ListedOffset,
     PartitionState,
     ProduceRequest,
     Ready,
@@ -145,6 +148,11 @@ class PartitionReplica:
     @property
     def leader_epoch(self) -> int:
         return self._leader_epoch
+
+    @property
+    def now_ms(self) -> int:
+        """The latest time an input brought; the replica's clock never goes back."""
+        return self._now_ms
 
     @property
     def partition_epoch(self) -> int:
@@ -278,15 +286,17 @@ class PartitionReplica:
                 return error
         return ErrorCode.NONE if self._serves(what) else ErrorCode.NOT_LEADER_OR_FOLLOWER
 
-    def handle_produce(self, request: ProduceRequest, now_ms: int) -> None:
-        """Append as leader; the answer comes as a CompleteProduce in a Ready (never for acks=0)."""
+    def handle_produce(self, request: ProduceRequest, now_ms: int) -> bool:
+        """Append as leader; the answer comes as a CompleteProduce in a Ready. Returns whether
+        one will come: never for acks=0 (answers_produce)."""
         self._advance_clock(now_ms)
         error = self._request_error(request.current_leader_epoch, Input.PRODUCE)
         if error != ErrorCode.NONE:
-            if request.acks != 0:
+            if answers_produce(request.acks):
                 self._outbox.complete(CompleteProduce(request.request_id, error))
-            return
-        self._leader.produce(request, now_ms)
+        else:
+            self._leader.produce(request, now_ms)
+        return answers_produce(request.acks)
 
     def handle_fetch(self, request: FetchRequest, now_ms: int) -> FetchPlan:
         """Decide how to answer a fetch; a follower's fetch also tells the leader its log end offset."""
@@ -304,9 +314,23 @@ class PartitionReplica:
             return error, UNDEFINED_EPOCH_END_OFFSET
         return ErrorCode.NONE, self._leader.offsets_for_leader_epoch(leader_epoch)
 
-    def check_list_offsets(self, current_leader_epoch: int) -> ErrorCode:
-        """ListOffsets is the leader's to answer, under the same epoch fencing as a fetch."""
-        return self._request_error(current_leader_epoch, Input.LIST_OFFSETS)
+    def handle_list_offsets(
+        self, current_leader_epoch: int, timestamp_ms: int, found: tuple[int, int] | None = None
+    ) -> ListedOffset:
+        """ListOffsets, the leader's to answer under the same epoch fencing as a fetch:
+        EARLIEST_TIMESTAMP is the log start offset, LATEST_TIMESTAMP the high watermark (what a
+        consumer may read), and a timestamp the first record at or after it, `found` by the
+        log as (offset, timestamp), when that record is committed (below the high watermark)."""
+        error = self._request_error(current_leader_epoch, Input.LIST_OFFSETS)
+        if error != ErrorCode.NONE:
+            return ListedOffset(error)
+        if timestamp_ms == EARLIEST_TIMESTAMP:
+            return ListedOffset(ErrorCode.NONE, self.log_start_offset, leader_epoch=self._leader_epoch)
+        if timestamp_ms == LATEST_TIMESTAMP:
+            return ListedOffset(ErrorCode.NONE, self.high_watermark, leader_epoch=self._leader_epoch)
+        if found is not None and found[0] < self.high_watermark:
+            return ListedOffset(ErrorCode.NONE, found[0], found[1], self._leader_epoch)
+        return ListedOffset(ErrorCode.NONE, leader_epoch=self._leader_epoch)
 
     def handle_fetch_response(self, fetch_id: int, response: FetchResponse, now_ms: int) -> None:
         self._advance_clock(now_ms)

@@ -6,7 +6,7 @@ hands each partition its part of the answer. The fetches travel on one
 FetchStream to the leader, kept open from fetch to fetch: a stream message
 costs a fraction of a call, and this round trip is on every acks=all write's path.
 
-The fetches form a KIP-227 session (fetch_sessions.py has the leader's half):
+The fetches form a KIP-227 session (replog.core.fetch_session has both halves):
 after the first, full fetch, a request names only the partitions whose fetch
 position changed and forgets those no longer asked for, and the answer leaves
 out partitions with nothing new. A partition left out keeps its ask for the
@@ -23,15 +23,13 @@ from collections.abc import Callable
 import grpc
 
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
-from replog.broker.fetch_sessions import EPOCH_OPEN, SESSION_NONE, next_epoch
-from replog.broker.partition import PartitionDriver
 from replog.broker.partitions import Partitions, now_ms
-from replog.core.epoch_cache import EpochEndOffset
 from replog.core.errors import ErrorCode
-from replog.core.messages import FetchResponse, SendFetch
-from replog.core.records import BatchInfo
-from replog.protocol.batch import read_header
-from replog.protocol.layout import HEADER_SIZE
+from replog.core.fetch_session import SESSION_NONE, FollowerSession
+from replog.core.messages import SendFetch
+from replog.core.partition_driver import PartitionDriver
+from replog.core.topic_partition import TopicPartition
+from replog.rpc.broker_convert import fetch_response_of, fill_follower_fetch, partition_fetch_from
 from replog.rpc.request_stream import RequestStream, StreamError
 from replog.rpc.server import channel_options
 
@@ -44,7 +42,7 @@ FETCH_DEADLINE_SLACK_S = 5.0
 FAILURE_BACKOFF_S = 0.2
 
 
-Asks = dict[tuple[str, int], tuple[PartitionDriver, SendFetch]]
+Asks = dict[TopicPartition, tuple[PartitionDriver, SendFetch]]
 
 
 class LeaderFetcher:
@@ -64,7 +62,7 @@ class LeaderFetcher:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def add(self, driver: PartitionDriver, message: SendFetch) -> None:
-        self._pending[(driver.topic, driver.partition)] = (driver, message)
+        self._pending[driver.topic_partition] = (driver, message)
         self._wakeup.set()
 
     async def stop(self) -> None:
@@ -94,7 +92,7 @@ class LeaderFetcher:
         try:
             answer = await stream.request(message, request.max_wait_ms / 1000 + FETCH_DEADLINE_SLACK_S)
         except StreamError as error:
-            self._session.reset()  # the leader may or may not have taken the request
+            self._session.failed()  # the leader may or may not have taken the request
             self._fail(asks, str(error))
             await asyncio.sleep(FAILURE_BACKOFF_S)
             return
@@ -103,7 +101,7 @@ class LeaderFetcher:
             # The leader lost or refused the session: start over with a full fetch at once.
             log.info("fetch session with broker %d ended (%s); starting a new one", self.leader_id,
                      response.error_message)
-            self._session.reset()
+            self._session.failed()
             self._carry_over(asks)
             return
         self._session.answered(response.session_id)
@@ -136,7 +134,7 @@ class LeaderFetcher:
         return self._stream
 
     def _close_stream(self) -> None:
-        self._session.reset()
+        self._session.failed()
         if self._stream is not None:
             self._stream.close()
             self._stream = None
@@ -149,31 +147,15 @@ class LeaderFetcher:
         request.max_wait_ms = min(m.request.max_wait_ms for m in messages)
         request.min_bytes = 1
         request.max_bytes = FETCH_RESPONSE_BYTES_MAX
-        wanted = {key: _wire(message.request) for key, (_, message) in asks.items()}
-        changed, forgotten = self._session.next_request(request, wanted)
-        topics: dict[str, broker_pb2.FetchTopic] = {}
-        for topic, partition in changed:
-            fetch_topic = topics.get(topic)
-            if fetch_topic is None:
-                fetch_topic = topics[topic] = request.topics.add(topic=topic)
-            current_leader_epoch, fetch_offset, last_fetched_epoch, max_bytes = wanted[(topic, partition)]
-            fetch_topic.partitions.add(
-                partition=partition, current_leader_epoch=current_leader_epoch, fetch_offset=fetch_offset,
-                last_fetched_epoch=last_fetched_epoch, partition_max_bytes=max_bytes,
-            )
-        forgotten_topics: dict[str, list[int]] = {}
-        for topic, partition in forgotten:
-            forgotten_topics.setdefault(topic, []).append(partition)
-        for topic, indexes in forgotten_topics.items():
-            request.forgotten_topics.add(topic=topic, partitions=indexes)
+        wanted = {key: partition_fetch_from(message.request) for key, (_, message) in asks.items()}
+        fill_follower_fetch(request, self._session.next_request(wanted), wanted)
         return request
 
     def _fail(self, asks: Asks, why: str) -> None:
         log.debug("fetch from broker %d failed: %s", self.leader_id, why)
         now = now_ms()
         for driver, message in asks.values():
-            driver.replica.handle_fetch_failure(message.fetch_id, now)
-            self._partitions.apply(driver, now)
+            driver.fetch_failed(message.fetch_id, now)
 
     def _deliver(self, asks: Asks, response: broker_pb2.FetchResponse) -> Asks:
         """Hand each partition its part of the answer; returns the asks the answer left out."""
@@ -181,83 +163,10 @@ class LeaderFetcher:
         unanswered = dict(asks)
         for topic_response in response.topics:
             for result in topic_response.partitions:
-                key = (topic_response.topic, result.partition)
+                key = TopicPartition(topic_response.topic, result.partition)
                 entry = unanswered.pop(key, None)
                 if entry is None or self._partitions.by_name.get(key) is not entry[0]:
                     continue
                 driver, message = entry
-                driver.replica.handle_fetch_response(message.fetch_id, _fetch_response(result), now)
-                self._partitions.apply(driver, now)
+                driver.fetch_response(message.fetch_id, fetch_response_of(result), now)
         return unanswered
-
-
-# What a session holds of one partition: (current_leader_epoch, fetch_offset, last_fetched_epoch, max_bytes).
-Wire = tuple[int, int, int, int]
-
-
-def _wire(request) -> Wire:
-    return (request.current_leader_epoch, request.fetch_offset, request.last_fetched_epoch, request.max_bytes)
-
-
-class FollowerSession:
-    """The follower's half of a fetch session (KIP-227): what the leader holds, and the next epoch."""
-
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.session_id = SESSION_NONE
-        self._epoch = EPOCH_OPEN
-        self._held: dict[tuple[str, int], Wire] = {}
-
-    def next_request(self, request: broker_pb2.FetchRequest,
-                     wanted: dict[tuple[str, int], Wire]) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
-        """Stamp the session on `request`; returns the partitions to name in it and those to forget."""
-        request.session_id = self.session_id
-        request.session_epoch = self._epoch
-        if self.session_id == SESSION_NONE:
-            changed, forgotten = list(wanted), []
-        else:
-            changed = [key for key, wire in wanted.items() if self._held.get(key) != wire]
-            forgotten = [key for key in self._held if key not in wanted]
-            self._epoch = next_epoch(self._epoch)
-        self._held = dict(wanted)
-        return changed, forgotten
-
-    def answered(self, session_id: int) -> None:
-        """A full fetch's answer names the session the leader opened (0: it opened none)."""
-        if self.session_id == SESSION_NONE:
-            self.session_id = session_id
-            self._epoch = EPOCH_OPEN if session_id == SESSION_NONE else 1  # the first incremental epoch
-
-
-def _fetch_response(result: broker_pb2.FetchPartitionResponse) -> FetchResponse:
-    error = ErrorCode.of(result.error_code)
-    diverging = None
-    if result.HasField("diverging_epoch"):
-        diverging = EpochEndOffset(result.diverging_epoch.epoch, result.diverging_epoch.end_offset)
-    batches = batch_infos(result.records)
-    whole_bytes = sum(batch.size_bytes for batch in batches)
-    # A response cut at its size bound may end inside a batch: keep whole batches only.
-    records = result.records if whole_bytes == len(result.records) else result.records[:whole_bytes]
-    return FetchResponse(
-        error=error,
-        high_watermark=result.high_watermark,
-        log_start_offset=result.log_start_offset,
-        diverging_epoch=diverging,
-        batches=batches,
-        records=records,
-    )
-
-
-def batch_infos(records: bytes) -> tuple[BatchInfo, ...]:
-    """Offsets, epoch and size of each whole batch, from the headers only."""
-    infos = []
-    position = 0
-    while position + HEADER_SIZE <= len(records):
-        header = read_header(records, position)
-        if position + header.size > len(records):
-            break
-        infos.append(BatchInfo(header.base_offset, header.last_offset, header.partition_leader_epoch, header.size))
-        position += header.size
-    return tuple(infos)

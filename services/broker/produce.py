@@ -1,8 +1,12 @@
-"""Produce: validate each partition's batches, hand them to the leader's core, await the answers.
+"""Produce: check the request's acks, validate each partition's batches, hand them to the leader's
+driver, await the answers.
 
 Batches are checked once here (CRC, sizes, max.message.bytes) so that a bad
 batch is refused with a reason before the core sees it; the bytes then go to
-the log untouched except for the header fields the leader stamps.
+the log untouched except for the header fields the leader stamps. What is
+answered and when is the core's to say: it tells whether a CompleteProduce
+follows (never for acks=0) and answers REQUEST_TIMED_OUT itself at the
+request's timeout.
 """
 
 from __future__ import annotations
@@ -14,12 +18,10 @@ from replog.api.broker.v1 import broker_pb2
 from replog.broker import metrics
 from replog.broker.partitions import Partitions, now_ms
 from replog.core.errors import ErrorCode
-from replog.core.messages import ACKS_NONE, CompleteProduce, ProduceRequest
+from replog.core.leader import check_acks
+from replog.core.messages import CompleteProduce, ProduceRequest
+from replog.core.topic_partition import TopicPartition
 from replog.protocol.batch import validate_batches
-
-# A produce request may wait this much longer than its own timeout for the core's
-# answer (ticks are 50 ms apart); past it, the broker answers REQUEST_TIMED_OUT itself.
-ANSWER_GRACE_S = 1.0
 
 
 @dataclass
@@ -28,7 +30,6 @@ class PendingProduce:
 
     response: broker_pb2.ProduceResponse
     waits: list[tuple[broker_pb2.ProducePartitionResponse, asyncio.Future[CompleteProduce]]]
-    timeout_s: float
 
 
 async def handle_produce(partitions: Partitions, request: broker_pb2.ProduceRequest) -> broker_pb2.ProduceResponse:
@@ -45,64 +46,62 @@ def append_produce(partitions: Partitions, request: broker_pb2.ProduceRequest,
     """
     response = broker_pb2.ProduceResponse() if response is None else response
     waits: list[tuple[broker_pb2.ProducePartitionResponse, asyncio.Future[CompleteProduce]]] = []
+    acks_error = check_acks(request.acks)
     now = now_ms()
     for topic_data in request.topics:
         topic_response = response.topics.add(topic=topic_data.topic)
         for partition_data in topic_data.partitions:
             result = topic_response.partitions.add(partition=partition_data.partition, base_offset=-1,
                                                    log_append_time_ms=-1, log_start_offset=-1)
-            waiter = _append(partitions, topic_data.topic, partition_data, request, result, now)
+            if acks_error != ErrorCode.NONE:
+                _fill(result, acks_error, f"acks must be 0, 1 or -1 (all), not {request.acks}")
+                continue
+            waiter = _append(partitions, TopicPartition(topic_data.topic, partition_data.partition), partition_data,
+                             request, result, now)
             if waiter is not None:
                 waits.append((result, waiter))
-    # With acks=0 nobody reads the answer: Kafka sends none; ours says only what validation found.
-    timeout_s = max(request.timeout_ms, 0) / 1000 + ANSWER_GRACE_S
-    return PendingProduce(response, [] if request.acks == ACKS_NONE else waits, timeout_s)
+    return PendingProduce(response, waits)
 
 
 async def answer_produce(pending: PendingProduce) -> broker_pb2.ProduceResponse:
-    """Wait for each partition's acknowledgement (or the timeout) and fill in the answer."""
+    """Wait for each partition's acknowledgement and fill in the answer."""
     for result, waiter in pending.waits:
-        try:
-            completion = await asyncio.wait_for(asyncio.shield(waiter), pending.timeout_s)
-        except TimeoutError:
-            completion = CompleteProduce(None, ErrorCode.REQUEST_TIMED_OUT)
+        completion = await asyncio.shield(waiter)
         _fill(result, completion.error, base_offset=completion.base_offset)
     return pending.response
 
 
 def _append(
     partitions: Partitions,
-    topic: str,
+    key: TopicPartition,
     data: broker_pb2.ProducePartitionData,
     request: broker_pb2.ProduceRequest,
     result: broker_pb2.ProducePartitionResponse,
     now: int,
 ) -> asyncio.Future[CompleteProduce] | None:
-    driver = partitions.by_name.get((topic, data.partition))
+    driver = partitions.by_name.get(key)
     if driver is None:
-        _fill(result, ErrorCode.NOT_LEADER_OR_FOLLOWER,
-              f"this broker hosts no replica of {topic}-{data.partition}")
+        _fill(result, partitions.metadata.not_hosted(key), f"this broker hosts no replica of {key}")
         return None
     checked = validate_batches(data.records, max_message_bytes=driver.log.config.max_message_bytes)
     if not checked.ok:
         _fill(result, checked.error, checked.reason)
         return None
     record_count = sum(header.last_offset_delta + 1 for header in checked.headers)
-    request_id = partitions.new_request_id()
-    waiter: asyncio.Future[CompleteProduce] = asyncio.get_running_loop().create_future()
-    if request.acks != ACKS_NONE:
-        partitions.produce_waiters[request_id] = waiter
-    driver.replica.handle_produce(
+    waiters = partitions.produce_waiters
+    request_id = waiters.new_request_id()
+    waiter = waiters.wait(request_id)
+    answered = driver.produce(
         ProduceRequest(request_id, bytearray(data.records), record_count, request.acks, request.timeout_ms,
                        data.current_leader_epoch),
         now,
     )
-    partitions.apply(driver, now)
-    metrics.BYTES_IN.labels(topic).inc(len(data.records))
-    metrics.MESSAGES_IN.labels(topic).inc(record_count)
-    metrics.PRODUCE_PURGATORY.set(len(partitions.produce_waiters))
+    metrics.BYTES_IN.labels(key.topic).inc(len(data.records))
+    metrics.MESSAGES_IN.labels(key.topic).inc(record_count)
     result.log_start_offset = driver.log.log_start_offset
-    if request.acks == ACKS_NONE:
+    if not answered:
+        # acks=0: nobody reads the answer (Kafka sends none); ours says only what validation found.
+        waiters.forget(request_id)
         _fill(result, ErrorCode.NONE)
         return None
     return waiter

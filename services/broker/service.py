@@ -16,12 +16,13 @@ from replog.broker import metrics
 from replog.broker.controller_channel import ControllerChannel, ProposalKey
 from replog.broker.fetcher import LeaderFetcher
 from replog.broker.meta import check_log_dirs
-from replog.broker.partition import PartitionDriver
 from replog.broker.partitions import Partitions, TopicSettings, now_ms
 from replog.broker.servicer import BrokerServicer
 from replog.config import Setting
 from replog.core.config import ReplicaConfig
 from replog.core.messages import AlterPartitionResponse, ProposeIsr, SendFetch
+from replog.core.partition_driver import PartitionDriver
+from replog.core.topic_partition import TopicPartition
 from replog.storage import LogConfig, LogConfigError
 from replog.zk.store import BrokerRegistration, MetadataStore, Watched
 
@@ -227,9 +228,6 @@ class BrokerProcess:
 
     def _on_alter_partition_answer(self, key: ProposalKey, answer: AlterPartitionResponse) -> None:
         topic, partition, proposal_id = key
-        driver = self._partitions.by_name.get((topic, partition))
-        if driver is None:
-            return
-        now = now_ms()
-        driver.replica.handle_alter_partition_response(proposal_id, answer, now)
-        self._partitions.apply(driver, now)
+        driver = self._partitions.by_name.get(TopicPartition(topic, partition))
+        if driver is not None:
+            driver.alter_partition_response(proposal_id, answer, now_ms())

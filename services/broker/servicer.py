@@ -9,13 +9,12 @@ from typing import TypeVar
 import grpc
 
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
-from replog.broker import metrics
-from replog.broker.fetch import handle_fetch, handle_list_offsets, handle_offsets_for_leader_epoch
-from replog.broker.fetch_sessions import FetchSessions
+from replog.broker.fetch import handle_fetch, handle_list_offsets, handle_offsets_for_leader_epoch, new_fetch_sessions
 from replog.broker.partitions import Partitions
 from replog.broker.produce import answer_produce, append_produce, handle_produce
 from replog.core.errors import ErrorCode
-from replog.core.messages import PartitionState
+from replog.core.topic_partition import TopicPartition
+from replog.rpc.broker_convert import partition_state_of
 from replog.rpc.streams import answer_in_order
 
 log = logging.getLogger("replog.broker")
@@ -24,6 +23,8 @@ log = logging.getLogger("replog.broker")
 # stream is not read further until the oldest is answered (a producer's
 # max.in.flight.requests.per.connection is 5).
 STREAM_IN_FLIGHT_MAX = 32
+# UpdateMetadata's leader epoch for a partition of a topic being deleted.
+LEADER_EPOCH_DURING_DELETE = -2
 
 T = TypeVar("T")
 
@@ -40,8 +41,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         self._broker_epoch = broker_epoch
         self._learn_topics = learn_topics
         self._learn_endpoints = learn_endpoints
-        self._fetch_sessions = FetchSessions()
-        metrics.FETCH_SESSIONS.set_function(lambda: len(self._fetch_sessions))  # read when scraped
+        self._fetch_sessions = new_fetch_sessions()
 
     async def Produce(self, request: broker_pb2.ProduceRequest, context: grpc.aio.ServicerContext) -> broker_pb2.ProduceResponse:
         return await handle_produce(self._partitions, request)
@@ -100,11 +100,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         await self._learn_topics({state.topic for state in request.partition_states})
         response = broker_pb2.LeaderAndIsrResponse(error_code=int(ErrorCode.NONE))
         for state in request.partition_states:
-            result = self._partitions.leader_and_isr(
-                state.topic, state.partition,
-                PartitionState(leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
-                               partition_epoch=state.partition_epoch, replicas=tuple(state.replicas)),
-            )
+            result = self._partitions.leader_and_isr(state.topic, state.partition, partition_state_of(state))
             response.partition_results.add(topic=state.topic, partition=state.partition, error_code=int(result),
                                            error_message="" if result == ErrorCode.NONE else result.name)
         return response
@@ -127,6 +123,12 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         if error != ErrorCode.NONE:
             return broker_pb2.UpdateMetadataResponse(error_code=int(error), error_message=_fence_message(error))
         self._learn_endpoints(list(request.live_brokers))
+        # A partition of a topic being deleted comes with leader epoch -2 (LEADER_EPOCH_DURING_DELETE).
+        metadata = self._partitions.metadata
+        metadata.learn(TopicPartition(s.topic, s.partition) for s in request.partition_states
+                       if s.leader_epoch != LEADER_EPOCH_DURING_DELETE)
+        metadata.forget(TopicPartition(s.topic, s.partition) for s in request.partition_states
+                        if s.leader_epoch == LEADER_EPOCH_DURING_DELETE)
         return broker_pb2.UpdateMetadataResponse(error_code=int(ErrorCode.NONE))
 
 

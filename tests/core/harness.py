@@ -1,9 +1,10 @@
-"""A minimal driver for core tests: a replica, its MemoryLog, and what it asked to send."""
+"""Core tests drive a replica directly and look at each Ready it gives; its log operations go to a
+MemoryLog through the production driver's one log-apply path (replog.core.partition_driver)."""
 
 from dataclasses import dataclass, field, replace
 
 from replog.core.config import ReplicaConfig
-from replog.core.log import MemoryBatch, MemoryLog, apply_log_ops
+from replog.core.log import MemoryBatch, MemoryLog, fetch_response
 from replog.core.messages import (
     ACKS_ALL,
     CompleteProduce,
@@ -14,6 +15,7 @@ from replog.core.messages import (
     Ready,
     SendFetch,
 )
+from replog.core.partition_driver import apply_log_op, read_planned
 from replog.core.replica import PartitionReplica
 
 REPLICAS = (1, 2, 3)
@@ -66,7 +68,8 @@ class Node:
     def apply(self, now_ms: int = 0) -> Ready:
         """Carry out the replica's Ready the way a driver must: persist, send, complete."""
         ready = self.replica.ready()
-        apply_log_ops(self.log, ready.log_ops, now_ms)
+        for op in ready.log_ops:
+            apply_log_op(self.log, op, now_ms)
         if ready.epoch_entries is not None:
             self.epoch_checkpoint = ready.epoch_entries
         if ready.high_watermark is not None:
@@ -84,6 +87,11 @@ class Node:
         return next((c for c in self.completions if c.request_id == request_id), None)
 
 
+def answer(leader: Node, plan) -> FetchResponse:
+    """What the leader sends back for `plan`: its read step over its log."""
+    return fetch_response(plan, read_planned(leader.log, plan, plan.max_bytes))
+
+
 def replicate(follower: Node, leader: Node, now_ms: int = 0) -> FetchResponse:
     """One fetch round trip from `follower` to `leader`, both applying their Ready."""
     follower.apply(now_ms)
@@ -91,7 +99,7 @@ def replicate(follower: Node, leader: Node, now_ms: int = 0) -> FetchResponse:
     request = replace(fetch.request, replica_epoch=follower.broker_epoch)
     plan = leader.replica.handle_fetch(request, now_ms)
     leader.apply(now_ms)
-    response = leader.log.fetch_response(plan)
+    response = answer(leader, plan)
     follower.replica.handle_fetch_response(fetch.fetch_id, response, now_ms)
     follower.apply(now_ms)
     return response

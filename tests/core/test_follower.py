@@ -7,7 +7,7 @@ from replog.core.epoch_cache import EpochEndOffset
 from replog.core.errors import ErrorCode
 from replog.core.messages import NO_LEADER, FetchResponse, PartitionState
 
-from .harness import Node, catch_up, partition_state, produce, replicate
+from .harness import Node, answer, catch_up, partition_state, produce, replicate
 
 CONFIG = ReplicaConfig(replica_fetch_backoff_ms=100, replica_fetch_timeout_ms=1_000)
 
@@ -50,7 +50,7 @@ def test_answers_to_other_fetches_are_ignored():
     write(leader, "a")
     fetch = follower.take_fetch()
     plan = leader.replica.handle_fetch(replace(fetch.request, replica_epoch=1), 0)
-    response = leader.log.fetch_response(plan)
+    response = answer(leader, plan)
     follower.replica.handle_fetch_response(fetch.fetch_id + 1, response, 0)  # not ours
     follower.replica.handle_fetch_response(fetch.fetch_id, response, 0)
     follower.replica.handle_fetch_response(fetch.fetch_id, response, 0)  # duplicated

@@ -4,7 +4,8 @@ import pytest
 
 from replog.core.errors import ErrorCode
 from replog.core.invariant import InvariantViolation
-from replog.core.log import LogOpFailed, MemoryBatch, MemoryLog, apply_log_ops
+from replog.core.log import MemoryBatch, MemoryLog
+from replog.core.partition_driver import LogOpFailed, apply_log_op
 from replog.core.messages import AppendAsFollower, AppendAsLeader, TruncateTo
 
 
@@ -57,12 +58,12 @@ def test_follower_appends_refuse_overlaps():
     )
 
 
-def test_apply_log_ops_checks_the_log_agrees_with_the_core():
+def test_applying_a_log_op_checks_the_log_agrees_with_the_core():
     log = filled(1)
-    with pytest.raises(InvariantViolation):
-        apply_log_ops(log, [AppendAsLeader((batch(b"a"),), 1, base_offset=5, last_offset=5)], 0)
+    with pytest.raises(LogOpFailed, match="the core expected"):
+        apply_log_op(log, AppendAsLeader((batch(b"a"),), 1, base_offset=5, last_offset=5), 0)
     follower_batch = MemoryBatch((b"z",), base_offset=0, leader_epoch=1)
-    with pytest.raises(LogOpFailed):
-        apply_log_ops(log, [AppendAsFollower((follower_batch,), (follower_batch.info,))], 0)
-    apply_log_ops(log, [TruncateTo(0)], 0)
+    with pytest.raises(LogOpFailed, match="OFFSET_OUT_OF_RANGE"):
+        apply_log_op(log, AppendAsFollower((follower_batch,), (follower_batch.info,)), 0)
+    apply_log_op(log, TruncateTo(0), 0)
     assert log.log_end_offset == 0

@@ -6,10 +6,10 @@ from hypothesis import strategies as st
 
 from replog.core.errors import ErrorCode
 from replog.core.invariant import InvariantViolation
-from replog.core.messages import FetchRequest
+from replog.core.messages import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchRequest
 from replog.core.replica import ROLE_TRANSITIONS, SERVES, Change, Input, Role, check_leader_epoch
 
-from .harness import Node, partition_state, produce
+from .harness import Node, catch_up, partition_state, produce
 
 
 def node_in(role: Role, leader_epoch: int = 3) -> Node:
@@ -121,11 +121,29 @@ def test_offsets_for_leader_epoch_is_answered_by_the_leader_only():
 
 def test_list_offsets_is_answered_by_the_leader_under_epoch_fencing():
     leader = node_in(Role.LEADER, leader_epoch=3)
-    assert leader.replica.check_list_offsets(3) == ErrorCode.NONE
-    assert leader.replica.check_list_offsets(-1) == ErrorCode.NONE
-    assert leader.replica.check_list_offsets(2) == ErrorCode.FENCED_LEADER_EPOCH
-    assert leader.replica.check_list_offsets(4) == ErrorCode.UNKNOWN_LEADER_EPOCH
-    assert node_in(Role.FOLLOWER).replica.check_list_offsets(3) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert leader.replica.handle_list_offsets(3, LATEST_TIMESTAMP).error == ErrorCode.NONE
+    assert leader.replica.handle_list_offsets(-1, LATEST_TIMESTAMP).error == ErrorCode.NONE
+    assert leader.replica.handle_list_offsets(2, LATEST_TIMESTAMP).error == ErrorCode.FENCED_LEADER_EPOCH
+    assert leader.replica.handle_list_offsets(4, LATEST_TIMESTAMP).error == ErrorCode.UNKNOWN_LEADER_EPOCH
+    follower = node_in(Role.FOLLOWER)
+    assert follower.replica.handle_list_offsets(3, LATEST_TIMESTAMP).error == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_list_offsets_answers_only_offsets_below_the_high_watermark():
+    leader = node_in(Role.LEADER, leader_epoch=3)
+    leader.replica.handle_produce(produce("a", b"x", b"y", acks=1), 0)
+    leader.apply()
+    # Two records appended, none committed yet (the followers have not fetched).
+    assert leader.replica.handle_list_offsets(3, EARLIEST_TIMESTAMP).offset == 0
+    assert leader.replica.handle_list_offsets(3, LATEST_TIMESTAMP).offset == leader.replica.high_watermark == 0
+    found_uncommitted = leader.replica.handle_list_offsets(3, 1_000, found=(1, 1_000))
+    assert (found_uncommitted.error, found_uncommitted.offset) == (ErrorCode.NONE, -1)
+    for broker in (2, 3):
+        follower = Node(broker)
+        follower.replica.handle_leader_and_isr(partition_state(leader=1, leader_epoch=3), 0)
+        catch_up(follower, leader)
+    found = leader.replica.handle_list_offsets(3, 1_000, found=(1, 1_000))
+    assert (found.offset, found.timestamp_ms, found.leader_epoch) == (1, 1_000, 3)
 
 
 def test_consumers_read_only_below_the_high_watermark():

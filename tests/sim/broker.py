@@ -1,22 +1,37 @@
-"""A simulated broker: one partition's core, its disk, and the driver loop around them.
+"""A simulated broker: the production `PartitionDriver` over a `MemoryLog`, on the simulated network.
 
-The driver is what a real broker's would be, minus the I/O: feed an input to
-the core, then apply each Ready in order (log operations, checkpoints, sends,
-completions), then answer or hold fetches. Held fetches model the long poll:
-they are looked at again whenever the replica's log end offset, high watermark
-or role moves, and answered at the latest at their max_wait_ms.
+Everything between the core and storage is the broker's own code
+(replog.core.partition_driver); what is simulated is only what a process does
+around it: the network (this node is the driver's `PartitionSink`), the disk
+(a MemoryLog that loses its unflushed tail in a crash), the clock, and the
+long poll. Held fetches follow the broker's rule (services/broker/fetch.py): a
+fetch with nothing to answer (`FetchPlan.quiet`) waits until its partition
+moves or its max wait passes.
 """
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from replog.core.config import ReplicaConfig
 from replog.core.epoch_cache import EpochEntry
-from replog.core.errors import ErrorCode
 from replog.core.invariant import InvariantViolation
-from replog.core.log import MemoryLog, apply_log_ops
-from replog.core.messages import FetchPlan, ProposeIsr, Ready, SendFetch, TruncateTo
-from replog.core.replica import PartitionReplica
+from replog.core.log import MemoryLog, fetch_response
+from replog.core.messages import (
+    AppendAsLeader,
+    CompleteProduce,
+    FetchPlan,
+    IsrChanged,
+    LogOp,
+    PartitionState,
+    ProposeIsr,
+    SendFetch,
+    TruncateFullyAndStartAt,
+    TruncateTo,
+)
+from replog.core.partition_driver import LogOpFailed, PartitionDriver
+from replog.core.replica import PartitionReplica, Role
+from replog.core.storage import AppendInfo
+from replog.core.topic_partition import TopicPartition
 
 from .wire import (
     CONTROLLER,
@@ -32,7 +47,8 @@ from .wire import (
 if TYPE_CHECKING:
     from .simulation import Simulation
 
-# A driver that keeps finding work after this many rounds is looping.
+TOPIC_PARTITION = TopicPartition("simulated", 0)
+# Looking at held fetches after one input ends within this many rounds, or the node is looping.
 PROCESS_ROUNDS_MAX = 64
 
 
@@ -40,18 +56,42 @@ PROCESS_ROUNDS_MAX = 64
 class Disk:
     """What survives a crash: the log up to its recovery point, and the checkpoints."""
 
-    log: MemoryLog = field(default_factory=MemoryLog)
+    log: MemoryLog
     epoch_entries: tuple[EpochEntry, ...] = ()
     high_watermark: int = 0
+
+
+class CheckedLog:
+    """The disk's log as the driver sees it, with the checker shown each change before it is made."""
+
+    def __init__(self, node: "BrokerNode") -> None:
+        self._node = node
+        self._log = node.disk.log
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._log, name)
+
+    def append_as_leader(self, batches: Any, leader_epoch: int, now_ms: int) -> AppendInfo:
+        base_offset = self._log.log_end_offset
+        count = sum(len(batch.records) for batch in batches)
+        self._node.sim.checker.before_log_op(self._node, AppendAsLeader(batches, leader_epoch, base_offset,
+                                                                        base_offset + count - 1))
+        return self._log.append_as_leader(batches, leader_epoch, now_ms)
+
+    def truncate_to(self, offset: int) -> bool:
+        self._node.sim.checker.before_log_op(self._node, TruncateTo(offset))
+        return self._log.truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self._node.sim.checker.before_log_op(self._node, TruncateFullyAndStartAt(offset))
+        self._log.truncate_fully_and_start_at(offset)
 
 
 @dataclass
 class _HeldFetch:
     source: object
     message: Fetch
-    deadline_ms: int
-    high_watermark: int
-    seen: tuple
+    changes: int  # the driver's change count when last planned
 
 
 class BrokerNode:
@@ -67,10 +107,9 @@ class BrokerNode:
         self.sim = sim
         self.broker_id = broker_id
         self.config = config
-        self.flush_interval_ms = flush_interval_ms
         # Behave like a broker before KIP-101, to show what leader epochs prevent.
         self.legacy_hw_truncation = legacy_hw_truncation
-        self.disk = Disk()
+        self.disk = Disk(MemoryLog(flush_interval_ms=flush_interval_ms))
         self.up = True
         self.incarnation = 0
         self.broker_epoch: int | None = None
@@ -79,12 +118,15 @@ class BrokerNode:
         self.lossy = False
         self.crashed_at_ms = 0
         self._held: list[_HeldFetch] = []
-        self._last_flush_ms = 0
-        self.replica = self._start_replica()
+        self.driver = self._start_driver()
+
+    @property
+    def replica(self) -> PartitionReplica:
+        return self.driver.replica
 
     # -- life and death -------------------------------------------------------
 
-    def _start_replica(self) -> PartitionReplica:
+    def _start_driver(self) -> PartitionDriver:
         log = self.disk.log
         replica = PartitionReplica(
             self.broker_id,
@@ -95,8 +137,15 @@ class BrokerNode:
             high_watermark=self.disk.high_watermark,
             now_ms=self.sim.now_ms,
         )
+        driver = PartitionDriver(
+            TOPIC_PARTITION, replica, CheckedLog(self),
+            write_epoch_entries=self._write_epoch_entries, wall_clock_ms=lambda: self.sim.now_ms, sink=self,
+        )
         self.sim.schedule(self.sim.now_ms + self.sim.tick_ms, self._tick, self.incarnation)
-        return replica
+        return driver
+
+    def _write_epoch_entries(self, entries: tuple[EpochEntry, ...]) -> None:
+        self.disk.epoch_entries = entries
 
     def crash(self) -> int:
         """The process dies: unflushed records are lost; returns how many batches."""
@@ -111,7 +160,8 @@ class BrokerNode:
 
     def restart(self) -> None:
         self.up = True
-        self.replica = self._start_replica()
+        self.driver = self._start_driver()
+        self.driver.apply()  # a checkpoint naming epochs the crash lost is rewritten
         self.sim.checker.on_restart(self)
         self._process()
 
@@ -123,138 +173,115 @@ class BrokerNode:
     def _tick(self, incarnation: int) -> None:
         if incarnation != self.incarnation:
             return
-        now_ms = self.sim.now_ms
-        self.sim.schedule(now_ms + self.sim.tick_ms, self._tick, incarnation)
-        self.replica.tick(now_ms)
-        if self.flush_interval_ms and now_ms - self._last_flush_ms >= self.flush_interval_ms:
-            self.disk.log.flush()
-            self._last_flush_ms = now_ms
+        self.sim.schedule(self.sim.now_ms + self.sim.tick_ms, self._tick, incarnation)
+        self.driver.tick(self.sim.now_ms)
         self._process()
 
     # -- inputs ---------------------------------------------------------------
 
     def receive(self, source: object, message: object) -> None:
         now_ms = self.sim.now_ms
-        replica = self.replica
+        driver = self.driver
         if isinstance(message, Fetch):
-            plan = replica.handle_fetch(message.request, now_ms)
-            self._process()
-            self._answer_or_hold(source, message, plan)
-            return
-        if isinstance(message, LeaderAndIsr):
+            self._answer_or_hold(source, message, driver.fetch(message.request, now_ms))
+        elif isinstance(message, LeaderAndIsr):
             if message.broker_epoch != self.broker_epoch:
                 return  # meant for an earlier incarnation of this broker
             if self.legacy_hw_truncation:
-                replica = self._truncate_to_high_watermark_before_following(message)
-            replica.handle_leader_and_isr(message.state, now_ms)
+                driver = self._truncate_to_high_watermark_before_following(message.state)
+            driver.leader_and_isr(message.state, now_ms)
             self.sim.checker.on_leader_and_isr(self)
         elif isinstance(message, FetchReply | AlterPartitionReply) and message.caller != self.incarnation:
             return  # an answer to a call made before this process (re)started
         elif isinstance(message, FetchReply):
-            replica.handle_fetch_response(message.fetch_id, message.response, now_ms)
+            driver.fetch_response(message.fetch_id, message.response, now_ms)
         elif isinstance(message, Produce):
-            replica.handle_produce(message.request, now_ms)
+            driver.produce(message.request, now_ms)
         elif isinstance(message, AlterPartitionReply):
-            replica.handle_alter_partition_response(message.proposal_id, message.response, now_ms)
+            driver.alter_partition_response(message.proposal_id, message.response, now_ms)
         else:
             raise TypeError(f"broker {self.broker_id} got {message!r}")
         self._process()
 
-    def _truncate_to_high_watermark_before_following(self, message: LeaderAndIsr) -> PartitionReplica:
+    def _truncate_to_high_watermark_before_following(self, state: PartitionState) -> PartitionDriver:
         """The pre-KIP-101 rule: a replica that becomes a follower truncates its log
         to its own high watermark, then fetches from there."""
-        state, replica = message.state, self.replica
+        replica = self.replica
         becomes_follower = state.leader != self.broker_id and state.leader_epoch > replica.leader_epoch
         high_watermark = replica.high_watermark
         if not becomes_follower or self.disk.log.log_end_offset <= high_watermark:
-            return replica
-        self.sim.checker.before_log_op(self, TruncateTo(high_watermark))
-        self.disk.log.truncate_to(high_watermark)
+            return self.driver
+        CheckedLog(self).truncate_to(high_watermark)
         self.disk.epoch_entries = tuple(e for e in self.disk.epoch_entries if e.start_offset < high_watermark)
         self.incarnation += 1  # a fresh replica reuses fetch and proposal ids
-        self.replica = self._start_replica()
-        return self.replica
+        self.driver = self._start_driver()
+        return self.driver
 
-    # -- the driver loop ------------------------------------------------------
+    # -- PartitionSink: what the driver hands over ----------------------------
+
+    def send_fetch(self, driver: PartitionDriver, message: SendFetch) -> None:
+        request = replace(message.request, replica_epoch=self.broker_epoch or -1)
+        fetch = Fetch(message.fetch_id, request, self.incarnation)
+        self.sim.network.send(self.broker_id, message.leader_id, fetch, self.sim.now_ms)
+
+    def propose_isr(self, driver: PartitionDriver, message: ProposeIsr) -> None:
+        self.sim.on_proposal_sent(message.request)
+        proposal = AlterPartition(message.proposal_id, message.request, self.incarnation)
+        self.sim.network.send(self.broker_id, CONTROLLER, proposal, self.sim.now_ms)
+
+    def complete_produce(self, driver: PartitionDriver, completion: CompleteProduce) -> None:
+        self.sim.checker.on_completion(self, completion)
+        producer = completion.request_id[0]
+        self.sim.network.send(self.broker_id, producer, ProduceReply(completion), self.sim.now_ms)
+
+    def data_changed(self, driver: PartitionDriver) -> None:
+        # The HW checkpoint follows every move; held fetches look again once the input is handled.
+        self.disk.high_watermark = driver.replica.high_watermark
+
+    def isr_changed(self, driver: PartitionDriver, change: IsrChanged) -> None:
+        pass
+
+    def role_changed(self, driver: PartitionDriver, before: Role, state: PartitionState) -> None:
+        pass
+
+    def truncated(self, driver: PartitionDriver, op: LogOp, log_end_offset_before: int) -> None:
+        pass
+
+    def storage_failed(self, driver: PartitionDriver, failure: LogOpFailed) -> None:
+        raise InvariantViolation(f"broker {self.broker_id}'s memory log refused {failure}")
+
+    # -- the long poll --------------------------------------------------------
 
     def _process(self) -> None:
+        """Look again at held fetches whose partition moved, until none answers any more."""
         for _ in range(PROCESS_ROUNDS_MAX):
-            if self.replica.has_ready():
-                self._apply(self.replica.ready())
-            elif not self._wake_held():
+            moved = [held for held in self._held if held.changes != self.driver.changes]
+            if not moved:
                 return
+            for held in moved:
+                plan = self.driver.fetch(held.message.request, self.sim.now_ms)
+                held.changes = self.driver.changes
+                if not plan.quiet:
+                    self._held.remove(held)
+                    self._answer(held.source, held.message, plan)
         raise InvariantViolation(f"broker {self.broker_id} keeps finding work")
 
-    def _apply(self, ready: Ready) -> None:
-        sim, now_ms, log = self.sim, self.sim.now_ms, self.disk.log
-        for op in ready.log_ops:
-            sim.checker.before_log_op(self, op)
-            apply_log_ops(log, (op,), now_ms)
-        if ready.log_ops and self.flush_interval_ms == 0:
-            log.flush()
-        if ready.epoch_entries is not None:
-            self.disk.epoch_entries = ready.epoch_entries
-        if ready.high_watermark is not None:
-            self.disk.high_watermark = ready.high_watermark
-        for message in ready.messages:
-            if isinstance(message, SendFetch):
-                request = replace(message.request, replica_epoch=self.broker_epoch or -1)
-                fetch = Fetch(message.fetch_id, request, self.incarnation)
-                sim.network.send(self.broker_id, message.leader_id, fetch, now_ms)
-            elif isinstance(message, ProposeIsr):
-                sim.on_proposal_sent(message.request)
-                proposal = AlterPartition(message.proposal_id, message.request, self.incarnation)
-                sim.network.send(self.broker_id, CONTROLLER, proposal, now_ms)
-        for completion in ready.completions:
-            sim.checker.on_completion(self, completion)
-            producer = completion.request_id[0]
-            sim.network.send(self.broker_id, producer, ProduceReply(completion), now_ms)
+    def _answer_or_hold(self, source: object, message: Fetch, plan: FetchPlan) -> None:
+        if not plan.quiet or message.request.max_wait_ms == 0:
+            self._answer(source, message, plan)
+            return
+        self._held.append(_HeldFetch(source, message, self.driver.changes))
+        self.sim.schedule(self.sim.now_ms + message.request.max_wait_ms, self._expire_held, self.incarnation, message)
 
-    def _state_seen(self) -> tuple:
-        replica = self.replica
-        return (replica.role, replica.leader_epoch, replica.log_end_offset, replica.high_watermark)
+    def _answer(self, source: object, message: Fetch, plan: FetchPlan) -> None:
+        response = fetch_response(plan, self.driver.read(plan, plan.max_bytes))
+        reply = FetchReply(message.fetch_id, response, message.caller)
+        self.sim.network.send(self.broker_id, source, reply, self.sim.now_ms)
 
-    def _answer_or_hold(self, source: object, message: Fetch, plan: FetchPlan, held: _HeldFetch | None = None) -> bool:
-        now_ms = self.sim.now_ms
-        answer = (
-            plan.has_data
-            or plan.error != ErrorCode.NONE
-            or plan.diverging_epoch is not None
-            or message.request.max_wait_ms == 0
-            or (held is not None and (now_ms >= held.deadline_ms or plan.high_watermark != held.high_watermark))
-        )
-        if answer:
-            response = self.disk.log.fetch_response(plan)
-            reply = FetchReply(message.fetch_id, response, message.caller)
-            self.sim.network.send(self.broker_id, source, reply, now_ms)
-            return True
-        if held is None:
-            deadline_ms = now_ms + message.request.max_wait_ms
-            held = _HeldFetch(source, message, deadline_ms, plan.high_watermark, self._state_seen())
-            self._held.append(held)
-            self.sim.schedule(deadline_ms, self._expire_held, self.incarnation, held)
-        else:
-            held.seen = self._state_seen()
-        return False
-
-    def _wake_held(self) -> bool:
-        """Look again at held fetches the replica has moved on from; True if that made work."""
-        seen = self._state_seen()
-        woken = False
-        for held in [held for held in self._held if held.seen != seen]:
-            plan = self.replica.handle_fetch(held.message.request, self.sim.now_ms)
-            if self.replica.has_ready():
-                self._apply(self.replica.ready())
-            if self._answer_or_hold(held.source, held.message, plan, held):
-                self._held.remove(held)
-                woken = True
-        return woken or self.replica.has_ready()
-
-    def _expire_held(self, incarnation: int, held: _HeldFetch) -> None:
-        if incarnation != self.incarnation or held not in self._held:
+    def _expire_held(self, incarnation: int, message: Fetch) -> None:
+        held = next((h for h in self._held if h.message is message), None)
+        if incarnation != self.incarnation or held is None:
             return
         self._held.remove(held)
-        plan = self.replica.handle_fetch(held.message.request, self.sim.now_ms)
+        self._answer(held.source, message, self.driver.fetch(message.request, self.sim.now_ms))
         self._process()
-        reply = FetchReply(held.message.fetch_id, self.disk.log.fetch_response(plan), held.message.caller)
-        self.sim.network.send(self.broker_id, held.source, reply, self.sim.now_ms)

@@ -2,14 +2,13 @@
 
 A leader (broker 1) hosts partitions of one topic with broker 2 as follower; the
 tests fetch as broker 2 through the broker's own fetch handler, over real logs.
+The sessions' rules themselves, in logical time, are tests/core/test_fetch_session.py's.
 """
 
 import asyncio
 
 from replog.api.broker.v1 import broker_pb2
-from replog.broker.fetch import handle_fetch
-from replog.broker.fetch_sessions import EPOCH_MAX, FETCH_SESSIONS_MAX, FetchSessions
-from replog.broker.fetcher import FollowerSession
+from replog.broker.fetch import handle_fetch, new_fetch_sessions
 from replog.broker.partitions import Partitions, TopicSettings
 from replog.broker.produce import handle_produce
 from replog.core.config import ReplicaConfig
@@ -32,7 +31,7 @@ class Leader:
         self.proposals = []  # the ISR changes the leader proposed: (partition, new ISR)
         self.partitions = Partitions(1, (str(tmp_path),), lambda _: settings, lambda *_: None,
                                      lambda driver, proposal: self.proposals.append((driver.partition, proposal.request.isr)))
-        self.sessions = FetchSessions()
+        self.sessions = new_fetch_sessions()
         self.offsets = {p: 0 for p in range(PARTITIONS)}  # the follower's fetch offsets
 
     def start(self) -> None:
@@ -104,29 +103,6 @@ def test_after_the_full_fetch_a_follower_is_answered_only_the_partitions_that_ch
     run(tmp_path, scenario)
 
 
-def test_an_idle_follower_in_a_session_stays_in_the_isr_and_leaves_it_once_it_falls_behind(tmp_path):
-    lag_time_ms_max = 200
-
-    async def scenario(leader):
-        opened = await leader.fetch(0, 0, named=range(PARTITIONS))
-        await leader.produce(2, b"two")
-        leader.take(await leader.fetch(opened.session_id, 1))
-        epoch = 2
-        loop = asyncio.get_running_loop()
-        until = loop.time() + 4 * lag_time_ms_max / 1000
-        while loop.time() < until:  # incremental fetches that name nothing: the follower is caught up
-            await leader.fetch(opened.session_id, epoch, named=[2] if epoch == 2 else ())
-            epoch += 1
-        assert leader.proposals == []
-
-        # The follower stops fetching, and partition 0 gets a record it never reads.
-        await leader.produce(0, b"zero")
-        await asyncio.sleep(4 * lag_time_ms_max / 1000)
-        assert leader.proposals == [(0, (1,))]
-
-    run(tmp_path, scenario, lag_time_ms_max=lag_time_ms_max)
-
-
 def test_a_forgotten_partition_is_no_longer_answered(tmp_path):
     async def scenario(leader):
         opened = await leader.fetch(0, 0, named=range(PARTITIONS))
@@ -165,42 +141,3 @@ def test_a_consumer_gets_full_answers_and_no_session(tmp_path):
         assert len(leader.sessions) == 0
 
     run(tmp_path, scenario)
-
-
-def test_the_leader_keeps_a_bounded_number_of_sessions():
-    sessions = FetchSessions()
-    for replica_id in range(FETCH_SESSIONS_MAX + 10):
-        assert sessions.start(replica_id, 0, 0, (), ()).session is not None
-    assert len(sessions) == FETCH_SESSIONS_MAX
-
-
-def test_the_follower_names_only_changed_partitions_and_forgets_the_ones_it_stopped_asking_for():
-    session = FollowerSession()
-    request = broker_pb2.FetchRequest()
-    changed, forgotten = session.next_request(request, {("t", 0): (0, 5, 0, 100), ("t", 1): (0, 7, 0, 100)})
-    assert (request.session_id, request.session_epoch) == (0, 0)
-    assert sorted(changed) == [("t", 0), ("t", 1)] and forgotten == []
-    session.answered(42)
-
-    changed, forgotten = session.next_request(request, {("t", 0): (0, 6, 0, 100)})
-    assert (request.session_id, request.session_epoch) == (42, 1)
-    assert changed == [("t", 0)] and forgotten == [("t", 1)]
-
-    changed, forgotten = session.next_request(request, {("t", 0): (0, 6, 0, 100)})
-    assert request.session_epoch == 2 and changed == [] and forgotten == []
-
-    session.reset()
-    session.next_request(request, {("t", 0): (0, 6, 0, 100)})
-    assert (request.session_id, request.session_epoch) == (0, 0)
-
-
-def test_session_epochs_wrap_from_the_largest_to_one():
-    session = FollowerSession()
-    session.next_request(broker_pb2.FetchRequest(), {})
-    session.answered(7)
-    session._epoch = EPOCH_MAX
-    request = broker_pb2.FetchRequest()
-    session.next_request(request, {})
-    assert request.session_epoch == EPOCH_MAX
-    session.next_request(request, {})
-    assert request.session_epoch == 1

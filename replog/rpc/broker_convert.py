@@ -1,0 +1,151 @@
+"""BrokerService messages <-> core types: the one place where the broker's protobuf meets the core.
+
+Decoding reads what a request asks into the core's values (a fetch position,
+a partition state); encoding fills an answer's message in place, so that a
+stream's message is filled without copying record bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from replog.api.broker.v1 import broker_pb2
+from replog.core.epoch_cache import EpochEndOffset
+from replog.core.errors import ErrorCode
+from replog.core.fetch_session import PartitionFetch, SessionRequest
+from replog.core.messages import FetchPlan, FetchRequest, FetchResponse, ListedOffset, PartitionState
+from replog.core.records import BatchInfo
+from replog.core.topic_partition import TopicPartition
+from replog.protocol.batch import read_header
+from replog.protocol.layout import HEADER_SIZE
+
+# -- a fetch, as the leader reads it ---------------------------------------------------------
+
+
+def partition_fetch_of(asked: broker_pb2.FetchPartition, request_max_bytes: int = 0) -> PartitionFetch:
+    return PartitionFetch(
+        fetch_offset=asked.fetch_offset,
+        current_leader_epoch=asked.current_leader_epoch,
+        last_fetched_epoch=asked.last_fetched_epoch,
+        log_start_offset=asked.log_start_offset,
+        max_bytes=asked.partition_max_bytes or request_max_bytes,
+    )
+
+
+def named_partitions(request: broker_pb2.FetchRequest) -> dict[TopicPartition, PartitionFetch]:
+    """The partitions a fetch names, with where it reads each."""
+    return {TopicPartition(topic.topic, asked.partition): partition_fetch_of(asked, request.max_bytes)
+            for topic in request.topics for asked in topic.partitions}
+
+
+def forgotten_partitions(request: broker_pb2.FetchRequest) -> list[TopicPartition]:
+    return [TopicPartition(topic.topic, partition)
+            for topic in request.forgotten_topics for partition in topic.partitions]
+
+
+def add_fetch_partition(
+    topic_response: broker_pb2.FetchTopicResponse, partition: int, plan: FetchPlan, error: ErrorCode,
+    error_message: str, records: bytes,
+) -> None:
+    """One partition of a fetch's answer."""
+    result = topic_response.partitions.add(
+        partition=partition, error_code=int(error), high_watermark=plan.high_watermark,
+        last_stable_offset=plan.high_watermark, log_start_offset=plan.log_start_offset,
+        preferred_read_replica=-1, error_message=error_message,
+    )
+    if plan.diverging_epoch is not None:
+        result.diverging_epoch.epoch = plan.diverging_epoch.epoch
+        result.diverging_epoch.end_offset = plan.diverging_epoch.end_offset
+    if records:
+        result.records = records
+
+
+# -- a fetch, as the follower sends it and takes the answer ----------------------------------
+
+
+def fill_follower_fetch(request: broker_pb2.FetchRequest, session: SessionRequest,
+                        wanted: Mapping[TopicPartition, PartitionFetch]) -> None:
+    """A follower's fetch in its session: the partitions to name, at their positions, and those to forget."""
+    request.session_id = session.session_id
+    request.session_epoch = session.session_epoch
+    topics: dict[str, broker_pb2.FetchTopic] = {}
+    for key in session.named:
+        fetch_topic = topics.get(key.topic)
+        if fetch_topic is None:
+            fetch_topic = topics[key.topic] = request.topics.add(topic=key.topic)
+        position = wanted[key]
+        fetch_topic.partitions.add(
+            partition=key.partition, current_leader_epoch=position.current_leader_epoch,
+            fetch_offset=position.fetch_offset, last_fetched_epoch=position.last_fetched_epoch,
+            partition_max_bytes=position.max_bytes,
+        )
+    forgotten: dict[str, list[int]] = {}
+    for key in session.forgotten:
+        forgotten.setdefault(key.topic, []).append(key.partition)
+    for topic, indexes in forgotten.items():
+        request.forgotten_topics.add(topic=topic, partitions=indexes)
+
+
+def partition_fetch_from(request: FetchRequest) -> PartitionFetch:
+    """Where a follower core's fetch reads, as its session holds it."""
+    return PartitionFetch(fetch_offset=request.fetch_offset, current_leader_epoch=request.current_leader_epoch,
+                          last_fetched_epoch=request.last_fetched_epoch, max_bytes=request.max_bytes)
+
+
+def fetch_response_of(result: broker_pb2.FetchPartitionResponse) -> FetchResponse:
+    """A leader's answer for one partition, as the follower's core takes it."""
+    diverging = None
+    if result.HasField("diverging_epoch"):
+        diverging = EpochEndOffset(result.diverging_epoch.epoch, result.diverging_epoch.end_offset)
+    batches = batch_infos(result.records)
+    whole_bytes = sum(batch.size_bytes for batch in batches)
+    # A response cut at its size bound may end inside a batch: keep whole batches only.
+    records = result.records if whole_bytes == len(result.records) else result.records[:whole_bytes]
+    return FetchResponse(
+        error=ErrorCode.of(result.error_code),
+        high_watermark=result.high_watermark,
+        log_start_offset=result.log_start_offset,
+        diverging_epoch=diverging,
+        batches=batches,
+        records=records,
+    )
+
+
+def batch_infos(records: bytes) -> tuple[BatchInfo, ...]:
+    """Offsets, epoch and size of each whole batch, from the headers only."""
+    infos = []
+    position = 0
+    while position + HEADER_SIZE <= len(records):
+        header = read_header(records, position)
+        if position + header.size > len(records):
+            break
+        infos.append(BatchInfo(header.base_offset, header.last_offset, header.partition_leader_epoch, header.size))
+        position += header.size
+    return tuple(infos)
+
+
+# -- ListOffsets and OffsetsForLeaderEpoch ----------------------------------------------------
+
+
+def fill_listed_offset(result: broker_pb2.ListOffsetsPartitionResponse, listed: ListedOffset) -> None:
+    result.error_code = int(listed.error)
+    if listed.error != ErrorCode.NONE:
+        result.error_message = listed.error.name
+    result.offset, result.timestamp_ms, result.leader_epoch = listed.offset, listed.timestamp_ms, listed.leader_epoch
+
+
+def fill_epoch_end_offset(result: broker_pb2.OffsetForLeaderPartitionResult, error: ErrorCode,
+                          answer: EpochEndOffset) -> None:
+    result.error_code = int(error)
+    if error != ErrorCode.NONE:
+        result.error_message = error.name
+        return
+    result.leader_epoch, result.end_offset = answer.epoch, answer.end_offset
+
+
+# -- controller -> broker requests, as the broker reads them ----------------------------------
+
+
+def partition_state_of(state: broker_pb2.LeaderAndIsrPartitionState) -> PartitionState:
+    return PartitionState(leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
+                          partition_epoch=state.partition_epoch, replicas=tuple(state.replicas))
