@@ -70,6 +70,15 @@ class _Waiter:
     deadline_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class _LastPlan:
+    """A follower's last fetch, the log's version after it was planned, and its plan."""
+
+    request: FetchRequest
+    log_version: int
+    plan: FetchPlan
+
+
 class LeaderRole:
     def __init__(
         self,
@@ -98,6 +107,7 @@ class LeaderRole:
         }
         self._ticked = False
         self._waiters: deque[_Waiter] = deque()
+        self._last_plans: dict[int, _LastPlan] = {}
         self._no_proposal_before_ms = now_ms
         log.start_epoch(state.leader_epoch)
         self.epoch_start_offset = log.log_end_offset
@@ -155,6 +165,13 @@ class LeaderRole:
         log = self._log
         if request.from_follower and request.replica_id not in self._progress:
             return FetchPlan(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if request.from_follower:
+            last = self._last_plans.get(request.replica_id)
+            if last is not None and last.log_version == log.version and (last.request is request or last.request == request):
+                # The same fetch against the same log plans the same (a follower asks many times a
+                # second): hear it, which moves no offset, only the follower's clocks.
+                self._hear_follower(request, now_ms)
+                return last.plan
         diverging = diverging_epoch(
             log.epoch_cache, log.log_end_offset, request.last_fetched_epoch, request.fetch_offset
         )
@@ -164,12 +181,12 @@ class LeaderRole:
             return self._plan(ErrorCode.NONE, request, diverging=diverging)
         if not log.log_start_offset <= request.fetch_offset <= log.log_end_offset:
             return self._plan(ErrorCode.OFFSET_OUT_OF_RANGE, request)
-        if request.from_follower:
-            self._record_follower_fetch(request, now_ms)
-            end_offset = log.log_end_offset
-        else:
-            end_offset = log.high_watermark  # consumers read committed records only
-        return self._plan(ErrorCode.NONE, request, end_offset=max(end_offset, request.fetch_offset))
+        if not request.from_follower:  # consumers read committed records only
+            return self._plan(ErrorCode.NONE, request, end_offset=max(log.high_watermark, request.fetch_offset))
+        self._record_follower_fetch(request, now_ms)
+        plan = self._plan(ErrorCode.NONE, request, end_offset=max(log.log_end_offset, request.fetch_offset))
+        self._last_plans[request.replica_id] = _LastPlan(request, log.version, plan)
+        return plan
 
     def _plan(
         self,
@@ -192,14 +209,19 @@ class LeaderRole:
         )
 
     def _record_follower_fetch(self, request: FetchRequest, now_ms: int) -> None:
+        if self._hear_follower(request, now_ms):
+            self._maybe_advance_high_watermark()
+
+    def _hear_follower(self, request: FetchRequest, now_ms: int) -> bool:
+        """Take the follower's fetch position (False for a fetch from an earlier incarnation)."""
         follower = self._progress[request.replica_id]
         if request.replica_epoch < follower.broker_epoch:
             # A fetch from before the follower restarted, delivered late: what it
             # says about the follower's log may have been lost in the crash.
-            return
+            return False
         follower.record_fetch(request.fetch_offset, self._log.log_end_offset, now_ms, request.replica_epoch)
         self._maybe_expand_isr(request.replica_id, now_ms)
-        self._maybe_advance_high_watermark()
+        return True
 
     def offsets_for_leader_epoch(self, requested_epoch: int) -> EpochEndOffset:
         return self._log.epoch_cache.end_offset_for(requested_epoch, self._log.log_end_offset)

@@ -39,6 +39,8 @@ class LocalLog:
             outbox.checkpoint_epochs()
         # The HW checkpoint is written lazily and the log may have lost its tail.
         self._high_watermark = min(max(high_watermark, log_start_offset), log_end_offset)
+        # Grows with every change of the offsets or the epochs: what a fetch's plan depends on.
+        self.version = 0
 
     @property
     def log_start_offset(self) -> int:
@@ -64,6 +66,7 @@ class LocalLog:
         """On becoming leader: the epoch starts at the log end offset (DESIGN §6)."""
         if self.epoch_cache.assign(leader_epoch, self._log_end_offset):
             self._outbox.checkpoint_epochs()
+            self.version += 1
 
     def append_as_leader(self, records: Any, record_count: int, leader_epoch: int) -> int:
         require(record_count > 0, "an append needs at least one record, got %d", record_count)
@@ -77,6 +80,7 @@ class LocalLog:
         last_offset = base_offset + record_count - 1
         self._outbox.log_op(AppendAsLeader(records, leader_epoch, base_offset, last_offset))
         self._log_end_offset = last_offset + 1
+        self.version += 1
         return base_offset
 
     def append_as_follower(self, records: Any, batches: Sequence[BatchInfo], leader_epoch: int) -> None:
@@ -101,6 +105,7 @@ class LocalLog:
             expected_offset = batch.next_offset
         self._outbox.log_op(AppendAsFollower(records, tuple(batches)))
         self._log_end_offset = expected_offset
+        self.version += 1
 
     def truncate_to(self, offset: int) -> bool:
         """Truncate the log to `offset` and forget epochs from there; True if anything changed."""
@@ -117,6 +122,7 @@ class LocalLog:
             # copy) can a truncation reach below the high watermark.
             self._high_watermark = self._log_end_offset
             self._outbox.checkpoint_high_watermark()
+        self.version += 1
         return changed
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -125,6 +131,7 @@ class LocalLog:
         self.epoch_cache = LeaderEpochCache()
         self._outbox.checkpoint_epochs()
         self._outbox.checkpoint_high_watermark()
+        self.version += 1
 
     def advance_log_start_offset(self, offset: int) -> None:
         """Retention (or DeleteRecords) removed everything before `offset`."""
@@ -138,6 +145,7 @@ class LocalLog:
         self._log_start_offset = offset
         if self.epoch_cache.truncate_from_start(offset):
             self._outbox.checkpoint_epochs()
+        self.version += 1
 
     def advance_high_watermark(self, candidate: int) -> bool:
         """Raise the high watermark to `candidate` if that is higher; it never goes back here."""
@@ -151,4 +159,5 @@ class LocalLog:
         )
         self._high_watermark = candidate
         self._outbox.checkpoint_high_watermark()
+        self.version += 1
         return True

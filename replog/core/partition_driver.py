@@ -149,12 +149,14 @@ class PartitionDriver:
     # -- inputs: each goes to the core, then its work is carried out ------------------------
 
     def leader_and_isr(self, state: PartitionState, now_ms: int) -> ErrorCode:
-        before = self.replica.role
-        error = self.replica.handle_leader_and_isr(state, now_ms)
+        replica = self.replica
+        before, epochs_before = replica.role, (replica.leader_epoch, replica.partition_epoch)
+        error = replica.handle_leader_and_isr(state, now_ms)
         if not self.apply():
             return ErrorCode.KAFKA_STORAGE_ERROR
-        if error == ErrorCode.NONE and self.replica.role is not before:
-            self._changed()  # fetches held on the old role answer now, with the new one's error
+        if (replica.leader_epoch, replica.partition_epoch) != epochs_before or replica.role is not before:
+            self._changed()  # fetches held under the old epoch answer now, with the new one's error
+        if replica.role is not before:
             self._sink.role_changed(self, before, state)
         return error
 

@@ -64,6 +64,10 @@ class Change(enum.Enum):
 
 
 class Input(enum.Enum):
+    # Members are singletons compared by identity: hash them by identity too, not by name in
+    # Python code, as each fetch of each partition looks its input up in SERVES.
+    __hash__ = object.__hash__
+
     PRODUCE = "produce"
     FETCH = "fetch"
     OFFSETS_FOR_LEADER_EPOCH = "offsets for leader epoch"
@@ -280,7 +284,7 @@ class PartitionReplica:
     def _request_error(self, current_leader_epoch: int, what: Input) -> ErrorCode:
         # The epoch check comes first (Kafka's order): a fetcher that is ahead of
         # us learns to wait, one that is behind learns to refresh its metadata.
-        if self._role is not Role.OFFLINE:
+        if self._role is not Role.OFFLINE and current_leader_epoch != self._leader_epoch:
             error = check_leader_epoch(current_leader_epoch, self._leader_epoch)
             if error != ErrorCode.NONE:
                 return error

@@ -22,7 +22,7 @@ from replog.api.broker.v1 import broker_pb2
 from replog.broker import metrics
 from replog.broker.partitions import Partitions, now_ms
 from replog.core.errors import ErrorCode
-from replog.core.fetch_session import EPOCH_MAX, FetchSessionCache, PartitionFetch, SessionStart
+from replog.core.fetch_session import EPOCH_MAX, FetchSessionCache, SessionStart
 from replog.core.messages import FetchPlan, FetchRequest
 from replog.core.partition_driver import PartitionDriver
 from replog.core.topic_partition import TopicPartition
@@ -72,10 +72,10 @@ async def handle_fetch(partitions: Partitions, sessions: FetchSessionCache, requ
         return response
     if start.session is not None and start.full:
         log.info("fetch session %d opened for broker %d", start.session_id, request.replica_id)
-    asked = start.positions(named)
+    asked = start.requests(named, request.replica_id, request.replica_epoch, request.max_wait_ms)
     deadline = time.monotonic() + min(max(request.max_wait_ms, 0), FETCH_WAIT_MS_MAX) / 1000
     now = now_ms()
-    plans = [_plan(partitions, request, key, position, now) for key, position in asked.items()]
+    plans = [_plan(partitions, key, fetch, now) for key, fetch in asked.items()]
     for _ in range(FETCH_WAKEUPS_MAX):
         remaining_s = deadline - time.monotonic()
         if remaining_s <= 0 or any(not p.plan.quiet for p in plans):
@@ -87,12 +87,10 @@ async def handle_fetch(partitions: Partitions, sessions: FetchSessionCache, requ
     return _respond(request, plans, start, response)
 
 
-def _plan(partitions: Partitions, request: broker_pb2.FetchRequest, key: TopicPartition, position: PartitionFetch,
-          now: int) -> Planned:
+def _plan(partitions: Partitions, key: TopicPartition, fetch: FetchRequest, now: int) -> Planned:
     driver = partitions.by_name.get(key)
     if driver is None:
         return Planned(key, None, None, FetchPlan(partitions.metadata.not_hosted(key)), 0)
-    fetch = position.request(request.replica_id, request.replica_epoch, request.max_wait_ms)
     return Planned(key, driver, fetch, driver.fetch(fetch, now), driver.changes)
 
 

@@ -37,6 +37,10 @@ def counter(start: int = 100):
     return lambda: next(ids)
 
 
+def positions(start, named) -> dict[TopicPartition, int]:
+    return {key: request.fetch_offset for key, request in start.requests(named, FOLLOWER, 1, 0).items()}
+
+
 def at(offset: int) -> PartitionFetch:
     return PartitionFetch(fetch_offset=offset, current_leader_epoch=1, last_fetched_epoch=-1, max_bytes=1 << 20)
 
@@ -67,10 +71,10 @@ def test_requests_are_classified_by_session_id_epoch_and_fetcher(request_ids, ki
 def test_an_incremental_request_moves_named_partitions_forgets_others_and_advances_the_epoch():
     cache = FetchSessionCache(counter())
     opened = cache.start(FOLLOWER, 0, 0, {T0: at(0), T1: at(0), T2: at(0)}, (), 0)
-    assert opened.full and opened.positions({}) == {T0: at(0), T1: at(0), T2: at(0)}
+    assert opened.full and positions(opened, {}) == {T0: 0, T1: 0, T2: 0}
     step = cache.start(FOLLOWER, opened.session_id, 1, {T1: at(7)}, [T2], 10)
     assert not step.full
-    assert step.positions({T1: at(7)}) == {T0: at(0), T1: at(7)}, "every session partition is read, named or not"
+    assert positions(step, {T1: at(7)}) == {T0: 0, T1: 7}, "every session partition is read, named or not"
     assert cache.classify(FOLLOWER, opened.session_id, 1) is RequestKind.WRONG_EPOCH
     assert cache.classify(FOLLOWER, opened.session_id, 2) is RequestKind.INCREMENTAL
 
@@ -178,8 +182,8 @@ def leader_of(keys, lag_time_ms_max: int) -> tuple[dict[TopicPartition, Partitio
 
 def fetch_in_session(cache, drivers, session_id, epoch, named, now_ms):
     start = cache.start(FOLLOWER, session_id, epoch, named, (), now_ms)
-    for key, position in start.positions(named).items():
-        drivers[key].fetch(position.request(FOLLOWER, 1, 0), now_ms)
+    for key, request in start.requests(named, FOLLOWER, 1, 0).items():
+        drivers[key].fetch(request, now_ms)
     return start
 
 
