@@ -8,7 +8,7 @@ import time
 from typing import Any, BinaryIO
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
-from replog.client import Admin, ClientError, Consumer, ConsumerRecord, TopicPartition
+from replog.client import Admin, ClientError, Consumer, ConsumerRecord, OffsetOutOfRangeError, TopicPartition
 
 POLL_MS_MAX = 500
 
@@ -67,18 +67,30 @@ def _consume(args: argparse.Namespace) -> int:
             raise ClientError(f"topic {args.topic!r} has partitions 0..{len(partitions) - 1}, "
                               f"not {args.partition}")
         partitions = [args.partition]
-    reset = start if isinstance(start, str) else "latest"
+    # An offset given by hand that lies outside the log is an error to report, not a reason to jump.
+    reset = start if isinstance(start, str) else "none"
     with Consumer(bootstrap, auto_offset_reset=reset) as consumer:
         tps = [TopicPartition(args.topic, p) for p in partitions]
         consumer.assign(tps)
         if isinstance(start, int):
             consumer.seek(tps[0], start)
-        count, interrupted = consume_records(consumer, sys.stdout.buffer, max_messages=args.max_messages,
-                                             timeout_ms=args.timeout_ms, print_offsets=args.print_offsets)
+        try:
+            count, interrupted = consume_records(consumer, sys.stdout.buffer, max_messages=args.max_messages,
+                                                 timeout_ms=args.timeout_ms, print_offsets=args.print_offsets)
+        except OffsetOutOfRangeError as error:
+            raise ClientError(_outside_the_log(consumer, error)) from None
     print(f"Processed a total of {count} messages", file=sys.stderr)
     if interrupted:
         raise KeyboardInterrupt
     return 0
+
+
+def _outside_the_log(consumer: Consumer, error: OffsetOutOfRangeError) -> str:
+    tp = TopicPartition(error.topic, error.partition)
+    first, end = consumer.beginning_offsets([tp])[tp], consumer.end_offsets([tp])[tp]
+    held = f"holds offsets {first} to {end - 1}" if end > first else f"holds no records yet (it starts at {first})"
+    return (f"offset {error.offset} is outside {tp}, which {held}; give --offset between {first} and {end} "
+            "(the end waits for new records), 'earliest' or 'latest'")
 
 
 def consume_records(consumer: Consumer, out: BinaryIO, *, max_messages: int | None, timeout_ms: int | None,
