@@ -69,13 +69,6 @@ class LeaderEpochCache:
     def latest_epoch(self) -> int:
         return self._epochs[-1] if self._epochs else UNDEFINED_EPOCH
 
-    def start_offset_of(self, epoch: int) -> int | None:
-        """Where `epoch` starts, if the cache holds an entry for exactly that epoch."""
-        i = bisect_left(self._epochs, epoch)
-        if i < len(self._epochs) and self._epochs[i] == epoch:
-            return self._start_offsets[i]
-        return None
-
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Record that `epoch` starts at `start_offset`; True if the entries changed.
 
