@@ -12,32 +12,30 @@ holding the recovery point onwards are checked again.
 All methods are synchronous and single-threaded: the broker's driver calls
 them from its loop. Expected failures (bad batches, offsets out of range) come
 back as ErrorCodes; OSError from the disk goes up as is.
+
+Every change to the segment list and to the offsets that bound it is made here;
+the rules it applies live beside it: `log_loading` (opening and recovering a
+directory), `roll` (when a segment rolls), `appended_batches` (what an append
+must satisfy), `log_reads` (reading across segments), `retention` and `cleaner`.
 """
 
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from replog.core.errors import ErrorCode
 from replog.core.storage import AppendInfo, ReadResult
-from replog.protocol import BatchHeader, decode_batch, read_header, stamp_batches
-from replog.storage import cleaner, retention
-from replog.storage.batches import INT32_MAX, check_batches
+from replog.protocol import BatchHeader, read_header, stamp_batches
+from replog.storage import appended_batches, cleaner, log_reads, retention
+from replog.storage.batches import check_batches
 from replog.storage.checkpoint import LeaderEpochCheckpointFile
 from replog.storage.config import LogConfig
-from replog.storage.files import (
-    CLEAN_SHUTDOWN,
-    CLEANED_SUFFIX,
-    LEADER_EPOCH_CHECKPOINT,
-    LOG_SUFFIX,
-    TEMP_SUFFIX,
-    fsync_directory,
-    parse_segment_name,
-)
+from replog.storage.files import CLEAN_SHUTDOWN, LEADER_EPOCH_CHECKPOINT, fsync_directory
+from replog.storage.log_loading import load_segments
+from replog.storage.roll import batches_fitting, should_roll
 from replog.storage.segment import LogSegment, SegmentInfo
 
 
@@ -74,7 +72,7 @@ class PartitionLog:
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
         clean_shutdown = path / CLEAN_SHUTDOWN
-        segments = _load_segments(path, config, recovery_point, now_ms, clean_shutdown=clean_shutdown.exists())
+        segments = load_segments(path, config, recovery_point, now_ms, clean_shutdown=clean_shutdown.exists())
         created = not segments
         if created:
             segments = [LogSegment.create(path, log_start_offset, config, now_ms)]
@@ -162,7 +160,7 @@ class PartitionLog:
         if not checked.ok:
             return AppendInfo(checked.error, checked.reason)
         if self.config.compacts:
-            problem = _keyless_record(buf, checked.headers)
+            problem = appended_batches.keyless_record(buf, checked.headers)
             if problem:
                 return AppendInfo(ErrorCode.INVALID_RECORD, problem)
         first_offset = self.log_end_offset
@@ -190,12 +188,12 @@ class PartitionLog:
         first = headers[0]
         log_is_empty = self.log_end_offset == self._log_start_offset
         restart = log_is_empty and first.base_offset < self.log_end_offset <= first.last_offset
-        problem = _offsets_problem(headers, first.base_offset if restart else self.log_end_offset)
+        problem = appended_batches.offsets_problem(headers, first.base_offset if restart else self.log_end_offset)
         if problem:
             return AppendInfo(ErrorCode.OFFSET_OUT_OF_RANGE, problem)
         if restart:
             self.truncate_fully_and_start_at(first.base_offset)
-        return self._append(view, headers, _epoch_starts(headers), now_ms)
+        return self._append(view, headers, appended_batches.epoch_starts(headers), now_ms)
 
     def _append(
         self,
@@ -205,10 +203,10 @@ class PartitionLog:
         now_ms: int | None,
     ) -> AppendInfo:
         first = 0
-        while first < len(headers):
-            if self._should_roll(headers[first], now_ms):
+        while first < len(headers):  # bounded: each pass appends at least one batch
+            if should_roll(self._active, headers[first], self.config, self._now_ms):
                 self._roll(headers[first].base_offset)
-            end = self._batches_fitting_active(headers, first)
+            end = batches_fitting(self._active, headers, first, self.config.segment_bytes)
             self._active.append(view[headers[first].position : headers[end - 1].end], headers[first:end])
             first = end
         records_count = sum(header.records_count for header in headers)
@@ -227,39 +225,6 @@ class PartitionLog:
             size_bytes=len(view),
             epoch_starts=epoch_starts,
         )
-
-    def _should_roll(self, header: BatchHeader, now_ms: int | None) -> bool:
-        """Kafka's roll rules: size, index space, relative-offset range, and segment.ms."""
-        active = self._active
-        if header.last_offset - active.base_offset > INT32_MAX:
-            return True
-        if active.is_empty:
-            return False
-        if active.size_bytes + header.size > self.config.segment_bytes or active.index_is_full:
-            return True
-        # As Kafka: age counts from the first batch's timestamp when batches carry them.
-        if active.first_batch_timestamp_ms >= 0 and header.max_timestamp >= 0:
-            waited_ms = header.max_timestamp - active.first_batch_timestamp_ms
-        else:
-            waited_ms = (self._now_ms if now_ms is None else now_ms) - active.created_ms
-        return waited_ms > self.config.segment_ms
-
-    def _batches_fitting_active(self, headers: Sequence[BatchHeader], first: int) -> int:
-        """End (exclusive) of the run of batches from `first` that the active segment takes.
-
-        The first always goes in (the segment was rolled for it if needed); an
-        append larger than segment.bytes spreads over segments at batch boundaries.
-        """
-        active = self._active
-        size = active.size_bytes + headers[first].size
-        end = first + 1
-        while end < len(headers):
-            header = headers[end]
-            if size + header.size > self.config.segment_bytes or header.last_offset - active.base_offset > INT32_MAX:
-                break
-            size += header.size
-            end += 1
-        return end
 
     def _roll(self, base_offset: int) -> None:
         """Close the active segment and start one at `base_offset`.
@@ -313,16 +278,8 @@ class PartitionLog:
         """
         if not self._log_start_offset <= fetch_offset <= self.log_end_offset:
             return self._read_result(ErrorCode.OFFSET_OUT_OF_RANGE, b"")
-        pieces: list[bytes] = []
-        remaining = max_bytes
-        for segment in self._segments[self._floor_index(fetch_offset) :]:
-            piece = segment.read(fetch_offset, remaining, max_offset, min_one_batch and not pieces)
-            if piece.records:
-                pieces.append(piece.records)
-                remaining -= len(piece.records)
-            if not piece.reached_end or remaining <= 0:
-                break
-        records = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        segments = self._segments[self._floor_index(fetch_offset) :]
+        records = log_reads.read_batches(segments, fetch_offset, max_bytes, max_offset, min_one_batch)
         return self._read_result(ErrorCode.NONE, records)
 
     def _read_result(self, error: ErrorCode, records: bytes) -> ReadResult:
@@ -331,13 +288,7 @@ class PartitionLog:
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after the log start whose timestamp is
         at least `timestamp_ms`, as ListOffsets answers; None when there is no such record."""
-        for segment in self._segments:
-            if segment.max_timestamp_ms < timestamp_ms or segment.next_offset <= self._log_start_offset:
-                continue
-            found = _first_record_at_or_after(segment, timestamp_ms, self._log_start_offset)
-            if found is not None:
-                return found
-        return None
+        return log_reads.offset_for_timestamp(self._segments, timestamp_ms, self._log_start_offset)
 
     # -- truncating and deleting ----------------------------------------------------
 
@@ -444,92 +395,3 @@ class PartitionLog:
             self._segments[index] = segment
         return stats
 
-
-def _load_segments(
-    directory: Path, config: LogConfig, recovery_point: int, now_ms: int, *, clean_shutdown: bool
-) -> list[LogSegment]:
-    """Open the segments in `directory` in offset order, recovering those at or past the recovery point.
-
-    The last segment is recovered too unless the log was closed cleanly. After
-    a segment that recovery had to cut, later segments cannot be trusted and
-    are deleted, as are segments whose offsets overlap their predecessor's.
-    """
-    bases = _segment_base_offsets(directory)
-    segments: list[LogSegment] = []
-    for number, base_offset in enumerate(bases):
-        if segments and base_offset < segments[-1].next_offset:
-            _delete_segment_files(directory, bases[number:])
-            break
-        is_last = number == len(bases) - 1
-        recover = not clean_shutdown if is_last else bases[number + 1] > recovery_point
-        segment, cut_bytes = LogSegment.open(directory, base_offset, config, now_ms, recover=recover)
-        segments.append(segment)
-        if cut_bytes:
-            _delete_segment_files(directory, bases[number + 1 :])
-            break
-    return segments
-
-
-def _segment_base_offsets(directory: Path) -> list[int]:
-    """Base offsets of the `.log` files; leftovers of interrupted work are removed on the way."""
-    names = [entry.name for entry in os.scandir(directory) if entry.is_file()]
-    bases = set()
-    for name in names:
-        parsed = parse_segment_name(name)
-        if parsed is not None and parsed[1] == LOG_SUFFIX:
-            bases.add(parsed[0])
-    for name in names:
-        parsed = parse_segment_name(name)
-        leftover = name.endswith((CLEANED_SUFFIX, TEMP_SUFFIX))
-        orphan = parsed is not None and parsed[0] not in bases
-        if leftover or orphan:
-            (directory / name).unlink()
-    return sorted(bases)
-
-
-def _delete_segment_files(directory: Path, bases: Sequence[int]) -> None:
-    for name in [entry.name for entry in os.scandir(directory)]:
-        parsed = parse_segment_name(name)
-        if parsed is not None and parsed[0] in bases:
-            (directory / name).unlink()
-
-
-def _offsets_problem(headers: Sequence[BatchHeader], log_end_offset: int) -> str:
-    if headers[0].base_offset < log_end_offset:
-        return f"the first batch starts at offset {headers[0].base_offset}, below the log end offset {log_end_offset}"
-    for previous, header in zip(headers, headers[1:]):
-        if header.base_offset <= previous.last_offset:
-            return f"a batch at offset {header.base_offset} does not follow the batch ending at {previous.last_offset}"
-    return ""
-
-
-def _epoch_starts(headers: Sequence[BatchHeader]) -> tuple[tuple[int, int], ...]:
-    starts: list[tuple[int, int]] = []
-    for header in headers:
-        if not starts or starts[-1][0] != header.partition_leader_epoch:
-            starts.append((header.partition_leader_epoch, header.base_offset))
-    return tuple(starts)
-
-
-def _keyless_record(buf: bytearray, headers: Sequence[BatchHeader]) -> str:
-    """Kafka refuses records without a key on compacted topics: the cleaner could not keep them."""
-    for header in headers:
-        if header.is_control:
-            continue
-        for record in decode_batch(buf, header.position).records:
-            if record.key is None:
-                return f"a compacted topic cannot take a record without a key (batch at byte {header.position})"
-    return ""
-
-
-def _first_record_at_or_after(segment: LogSegment, timestamp_ms: int, log_start_offset: int) -> tuple[int, int] | None:
-    below = segment.time_index.offset_before(timestamp_ms)
-    start = 0 if below is None else segment.offset_index.lookup(below)
-    for position, header in segment.batches_from(start):
-        if header.max_timestamp < timestamp_ms or header.last_offset < log_start_offset:
-            continue
-        batch = decode_batch(segment.read_batch(position, header.size))
-        for record in batch.records:
-            if record.timestamp >= timestamp_ms and record.offset >= log_start_offset:
-                return record.offset, record.timestamp
-    return None

@@ -1,0 +1,67 @@
+"""Starting the processes of a local cluster: ZooKeeper, and each member until it serves.
+
+Each member runs detached with its own properties file, log file and data
+directory under the cluster's data dir, and its pid goes into cluster.json.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from replog.core.invariant import require
+from replog.dev import zookeeper
+from replog.dev.cluster_file import Cluster, Member
+from replog.dev.processes import DevError, is_alive, port_in_use, spawn, wait_serving, wait_until
+from replog.dev.properties import write_properties
+
+PORT_FREE_WAIT_S_MAX = 5.0
+
+
+def start_member(cluster: Cluster, member: Member) -> None:
+    if member.alive:
+        raise DevError(f"{member.name} is already running (pid {member.pid}).")
+    host, port = member.address.rsplit(":", 1)
+    metrics_host, metrics_port = member.metrics_address.rsplit(":", 1)
+    for what, h, p in (("port", host, port), ("metrics port", metrics_host, metrics_port)):
+        # The kernel may report a killed member gone while its last threads still hold
+        # its sockets: give them a moment before blaming another program.
+        if not wait_until(lambda: not port_in_use(h, int(p)), PORT_FREE_WAIT_S_MAX):
+            raise DevError(
+                f"{member.name} cannot start: its {what} {p} is in use by another program; "
+                "stop that program, or create the cluster again with another --base-port."
+            )
+    properties = write_properties(cluster, member)
+    os.makedirs(os.path.join(cluster.data_dir, "logs"), exist_ok=True)
+    argv = [sys.executable, "-m", f"replog.{member.kind}", properties]
+    pid = spawn(argv, log_path=cluster.log_path(member), cwd=cluster.member_dir(member))
+    cluster.record_pid(member, pid)
+
+
+def wait_member(cluster: Cluster, member: Member) -> None:
+    """Wait until the started member answers SERVING on its health service."""
+    require(member.pid is not None, "%s is waited for, but no process of it was started", member.name)
+    wait_serving(member.name, member.address, member.pid, member.marker, cluster.log_path(member))
+
+
+def start_zookeeper(cluster: Cluster) -> None:
+    zk = cluster.state["zookeeper"]
+    host, port = zk["address"].rsplit(":", 1)
+    if zk["external"]:
+        if not zookeeper.is_ready(host, int(port)):
+            raise DevError(f"no ZooKeeper answers at {zk['address']} (given with --zookeeper).")
+        return
+    if is_alive(zk["pid"], cluster.zookeeper_marker):
+        return
+    if port_in_use(host, int(port)):
+        raise DevError(
+            f"ZooKeeper cannot start: port {port} is in use by another program; stop it, "
+            "or choose another --base-port, or use it with --zookeeper HOST:PORT if it is a ZooKeeper."
+        )
+    zk_dir = os.path.join(cluster.data_dir, "zookeeper")
+    os.makedirs(os.path.join(cluster.data_dir, "logs"), exist_ok=True)
+    log_path = os.path.join(cluster.data_dir, "logs", "zookeeper.log")
+    zk["pid"] = zookeeper.start(zk_dir, host, int(port), log_path)
+    cluster.save()
+    if not zookeeper.wait_ready(host, int(port)):
+        raise DevError(f"ZooKeeper did not start within {zookeeper.READY_WAIT_S_MAX:g} s; see {log_path}.")
