@@ -5,15 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from replog.api.broker.v1 import broker_pb2
+from replog.client.broker_requests import ISOLATION_LEVELS
 from replog.client.fetch_state import LATEST
 from replog.protocol.compression import Compression
 
 ACKS = {"all": -1, "-1": -1, -1: -1, "1": 1, 1: 1, "0": 0, 0: 0}
-ISOLATION_LEVELS = {
-    "read_uncommitted": broker_pb2.ISOLATION_LEVEL_READ_UNCOMMITTED,
-    "read_committed": broker_pb2.ISOLATION_LEVEL_READ_COMMITTED,
-}
 
 
 def parse_acks(acks: Any) -> int:

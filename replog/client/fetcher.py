@@ -18,9 +18,14 @@ from collections.abc import Iterable
 
 import grpc
 
-from replog.api.broker.v1 import broker_pb2
 from replog.client.cluster import ClusterMetadata
-from replog.client.configs import ISOLATION_LEVELS, ConsumerConfig
+from replog.client.broker_requests import (
+    fetch_request,
+    list_offsets_request,
+    offsets_for_leader_epoch_request,
+    partition_results,
+)
+from replog.client.configs import ConsumerConfig
 from replog.client.errors import ClientError, FetchError
 from replog.client.fetch_buffer import CompletedFetch, FetchBuffer, next_fetch_offset
 from replog.client.fetch_state import LIST_OFFSETS_TIMESTAMP, State
@@ -150,18 +155,11 @@ class Fetcher:
 
     async def _fetch(self, leader: int, metadata: ClusterMetadata, items: list) -> None:
         config = self._config
-        by_topic: dict[str, list[broker_pb2.FetchPartition]] = {}
-        for tp, _generation, leader_epoch, fetch_offset in items:
-            by_topic.setdefault(tp.topic, []).append(broker_pb2.FetchPartition(
-                partition=tp.partition, current_leader_epoch=leader_epoch, fetch_offset=fetch_offset,
-                last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=config.max_partition_fetch_bytes,
-            ))
-        message = broker_pb2.FetchStreamRequest(request=broker_pb2.FetchRequest(
-            replica_id=-1, replica_epoch=-1, max_wait_ms=config.fetch_max_wait_ms, min_bytes=config.fetch_min_bytes,
-            max_bytes=config.fetch_max_bytes, isolation_level=ISOLATION_LEVELS[config.isolation_level],
-            session_id=0, session_epoch=-1,
-            topics=[broker_pb2.FetchTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
-        ))
+        message = fetch_request(
+            ((tp, leader_epoch, fetch_offset) for tp, _generation, leader_epoch, fetch_offset in items),
+            max_wait_ms=config.fetch_max_wait_ms, min_bytes=config.fetch_min_bytes, max_bytes=config.fetch_max_bytes,
+            partition_max_bytes=config.max_partition_fetch_bytes, isolation_level=config.isolation_level,
+        )
         address = metadata.brokers[leader]
         timeout_s = (config.request_timeout_ms + config.fetch_max_wait_ms) / 1000
         try:
@@ -180,11 +178,9 @@ class Fetcher:
         generations = {item[0]: item[1] for item in items}
         offsets = {item[0]: item[3] for item in items}
         with self._lock:
-            for topic in response.topics:
-                for part in topic.partitions:
-                    tp = TopicPartition(topic.topic, part.partition)
-                    if tp in generations:
-                        self._take_partition(tp, generations[tp], offsets[tp], part, response.node_endpoints)
+            for tp, part in partition_results(response).items():
+                if tp in generations:
+                    self._take_partition(tp, generations[tp], offsets[tp], part, response.node_endpoints)
             self._buffer.changed.notify_all()
 
     def _take_partition(self, tp, generation, fetch_offset, result, endpoints) -> None:
@@ -260,14 +256,7 @@ class Fetcher:
 
     async def _list_offsets(self, leader: int, metadata: ClusterMetadata, items: list) -> dict:
         """ListOffsets at one leader: {tp: (code, detail, offset, leader_epoch)} for every item."""
-        by_topic: dict[str, list[broker_pb2.ListOffsetsPartition]] = {}
-        for tp, leader_epoch, timestamp_ms in items:
-            by_topic.setdefault(tp.topic, []).append(broker_pb2.ListOffsetsPartition(
-                partition=tp.partition, current_leader_epoch=leader_epoch, timestamp_ms=timestamp_ms))
-        request = broker_pb2.ListOffsetsRequest(
-            replica_id=-1, isolation_level=ISOLATION_LEVELS[self._config.isolation_level],
-            topics=[broker_pb2.ListOffsetsTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
-        )
+        request = list_offsets_request(items, self._config.isolation_level)
         address = metadata.brokers[leader]
         try:
             response = await self._channels.broker(address).ListOffsets(
@@ -275,11 +264,8 @@ class Fetcher:
         except grpc.aio.AioRpcError as error:
             detail = f"broker {leader} at {address} answered {error.code().name}: {error.details()}"
             return {tp: (error_code_for_status(error.code()), detail, -1, -1) for tp, _e, _t in items}
-        answers = {
-            TopicPartition(topic.topic, part.partition): (ErrorCode.of(part.error_code), part.error_message,
-                                                          part.offset, part.leader_epoch)
-            for topic in response.topics for part in topic.partitions
-        }
+        answers = {tp: (ErrorCode.of(part.error_code), part.error_message, part.offset, part.leader_epoch)
+                   for tp, part in partition_results(response).items()}
         missing = (ErrorCode.UNKNOWN_SERVER_ERROR, "the broker's answer left the partition out", -1, -1)
         return {tp: answers.get(tp, missing) for tp, _e, _t in items}
 
@@ -312,15 +298,8 @@ class Fetcher:
             await asyncio.sleep(attempt_wait_s)
 
     async def _validate(self, leader: int, metadata: ClusterMetadata, items: list) -> None:
-        by_topic: dict[str, list[broker_pb2.OffsetForLeaderPartition]] = {}
-        for tp, _generation, leader_epoch, last_epoch in items:
-            by_topic.setdefault(tp.topic, []).append(broker_pb2.OffsetForLeaderPartition(
-                partition=tp.partition, current_leader_epoch=leader_epoch, leader_epoch=last_epoch))
-        request = broker_pb2.OffsetsForLeaderEpochRequest(
-            replica_id=-1,
-            topics=[broker_pb2.OffsetForLeaderTopic(topic=topic, partitions=parts)
-                    for topic, parts in by_topic.items()],
-        )
+        request = offsets_for_leader_epoch_request(
+            (tp, leader_epoch, last_epoch) for tp, _generation, leader_epoch, last_epoch in items)
         address = metadata.brokers[leader]
         try:
             response = await self._channels.broker(address).OffsetsForLeaderEpoch(
@@ -331,9 +310,7 @@ class Fetcher:
                     self._clear_in_flight(tp, generation)
             self._request_failed(leader, address, error, [item[0] for item in items])
             return
-        answers = {
-            TopicPartition(topic.topic, part.partition): part for topic in response.topics for part in topic.partitions
-        }
+        answers = partition_results(response)
         with self._lock:
             for tp, generation, _leader_epoch, _last_epoch in items:
                 self._clear_in_flight(tp, generation)

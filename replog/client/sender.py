@@ -22,6 +22,7 @@ from replog.api.broker.v1 import broker_pb2
 from replog.client.accumulator import ProducerBatch, RecordAccumulator
 from replog.client.cluster import ClusterMetadata
 from replog.client.configs import ProducerConfig
+from replog.client.broker_requests import partition_results, produce_request
 from replog.client.errors import ClientError, ProduceError, ProducerClosedError
 from replog.client.io import Channels
 from replog.client.metadata import MetadataManager
@@ -119,10 +120,7 @@ class Sender:
     def _send(self, leader: int, metadata: ClusterMetadata, batches: list[ProducerBatch], now_ms: float) -> None:
         config = self._config
         wall_ms = time.time() * 1000
-        message = broker_pb2.ProduceStreamRequest()
-        request = message.request
-        topics: dict[str, broker_pb2.ProduceTopicData] = {}
-        sendable = []
+        sendable, encoded = [], []
         for batch in batches:
             try:
                 records = batch.encode(config.compression, int(wall_ms - (now_ms - batch.created_ms)))
@@ -133,15 +131,10 @@ class Sender:
                                                         ErrorCode.INVALID_RECORD, f"cannot encode the batch: {error}"))
                 continue
             sendable.append(batch)
-            topic = topics.get(batch.tp.topic)
-            if topic is None:
-                topic = topics[batch.tp.topic] = request.topics.add(topic=batch.tp.topic)
-            topic.partitions.add(partition=batch.tp.partition, records=records,
-                                 current_leader_epoch=metadata.leader_epoch_of(batch.tp))
+            encoded.append((batch.tp, records, metadata.leader_epoch_of(batch.tp)))
         if not sendable:
             return
-        request.acks = config.acks
-        request.timeout_ms = config.request_timeout_ms
+        message = produce_request(config.acks, config.request_timeout_ms, encoded)
         self._in_flight[leader] = self._in_flight.get(leader, 0) + 1
         task = asyncio.get_running_loop().create_task(
             self._produce(leader, metadata.brokers[leader], message, sendable)
@@ -175,9 +168,7 @@ class Sender:
         # With acks=0 the leader answers before appending, so it has no outcome to report:
         # only an explicit error counts, an unset error code is no failure.
         acks_none = self._config.acks == 0
-        results = {
-            (topic.topic, part.partition): part for topic in response.topics for part in topic.partitions
-        }
+        results = partition_results(response)
         for batch in batches:
             result = results.get(batch.tp)
             if result is None:

@@ -19,6 +19,17 @@ from replog.core.topic_partition import TopicPartition
 from replog.protocol.batch import read_header
 from replog.protocol.layout import HEADER_SIZE
 
+# -- a produce's answer ----------------------------------------------------------------------
+
+
+def fill_produce_partition(result: broker_pb2.ProducePartitionResponse, error: ErrorCode, message: str = "",
+                           base_offset: int = -1) -> None:
+    result.error_code = int(error)
+    if error != ErrorCode.NONE:
+        result.error_message = message or error.name
+    result.base_offset = base_offset if error == ErrorCode.NONE else -1
+
+
 # -- a fetch, as the leader reads it ---------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ from replog.core.leader import check_acks
 from replog.core.messages import CompleteProduce, ProduceRequest
 from replog.core.topic_partition import TopicPartition
 from replog.protocol.batch import validate_batches
+from replog.rpc.broker_convert import fill_produce_partition
 
 
 @dataclass
@@ -54,7 +55,7 @@ def append_produce(partitions: Partitions, request: broker_pb2.ProduceRequest,
             result = topic_response.partitions.add(partition=partition_data.partition, base_offset=-1,
                                                    log_append_time_ms=-1, log_start_offset=-1)
             if acks_error != ErrorCode.NONE:
-                _fill(result, acks_error, f"acks must be 0, 1 or -1 (all), not {request.acks}")
+                fill_produce_partition(result, acks_error, f"acks must be 0, 1 or -1 (all), not {request.acks}")
                 continue
             waiter = _append(partitions, TopicPartition(topic_data.topic, partition_data.partition), partition_data,
                              request, result, now)
@@ -67,7 +68,7 @@ async def answer_produce(pending: PendingProduce) -> broker_pb2.ProduceResponse:
     """Wait for each partition's acknowledgement and fill in the answer."""
     for result, waiter in pending.waits:
         completion = await asyncio.shield(waiter)
-        _fill(result, completion.error, base_offset=completion.base_offset)
+        fill_produce_partition(result, completion.error, base_offset=completion.base_offset)
     return pending.response
 
 
@@ -81,11 +82,11 @@ def _append(
 ) -> asyncio.Future[CompleteProduce] | None:
     driver = partitions.by_name.get(key)
     if driver is None:
-        _fill(result, partitions.metadata.not_hosted(key), f"this broker hosts no replica of {key}")
+        fill_produce_partition(result, partitions.metadata.not_hosted(key), f"this broker hosts no replica of {key}")
         return None
     checked = validate_batches(data.records, max_message_bytes=driver.log.config.max_message_bytes)
     if not checked.ok:
-        _fill(result, checked.error, checked.reason)
+        fill_produce_partition(result, checked.error, checked.reason)
         return None
     record_count = sum(header.last_offset_delta + 1 for header in checked.headers)
     waiters = partitions.produce_waiters
@@ -102,14 +103,6 @@ def _append(
     if not answered:
         # acks=0: nobody reads the answer (Kafka sends none); ours says only what validation found.
         waiters.forget(request_id)
-        _fill(result, ErrorCode.NONE)
+        fill_produce_partition(result, ErrorCode.NONE)
         return None
     return waiter
-
-
-def _fill(result: broker_pb2.ProducePartitionResponse, error: ErrorCode, message: str = "",
-          base_offset: int = -1) -> None:
-    result.error_code = int(error)
-    if error != ErrorCode.NONE:
-        result.error_message = message or error.name
-    result.base_offset = base_offset if error == ErrorCode.NONE else -1

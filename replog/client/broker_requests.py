@@ -1,0 +1,85 @@
+"""The client's side of BrokerService: the requests it sends to leaders, and how it reads their answers.
+
+The one module of the client that builds broker messages; the sender and the
+fetcher hand it plain values (partitions, epochs, offsets) and take back the
+answers per partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from replog.api.broker.v1 import broker_pb2
+from replog.core.topic_partition import TopicPartition
+
+CONSUMER_REPLICA_ID = -1
+ISOLATION_LEVELS = {
+    "read_uncommitted": broker_pb2.ISOLATION_LEVEL_READ_UNCOMMITTED,
+    "read_committed": broker_pb2.ISOLATION_LEVEL_READ_COMMITTED,
+}
+
+
+def _by_topic(items: Iterable[tuple[TopicPartition, Any]]) -> dict[str, list[Any]]:
+    grouped: dict[str, list[Any]] = {}
+    for tp, partition in items:
+        grouped.setdefault(tp.topic, []).append(partition)
+    return grouped
+
+
+def produce_request(acks: int, timeout_ms: int,
+                    partitions: Sequence[tuple[TopicPartition, bytes, int]]) -> broker_pb2.ProduceStreamRequest:
+    """A ProduceStream message: each partition's encoded batches and the leader epoch known for it."""
+    message = broker_pb2.ProduceStreamRequest()
+    request = message.request
+    request.acks, request.timeout_ms = acks, timeout_ms
+    for topic, parts in _by_topic((tp, (tp.partition, records, epoch)) for tp, records, epoch in partitions).items():
+        data = request.topics.add(topic=topic)
+        for partition, records, epoch in parts:
+            data.partitions.add(partition=partition, records=records, current_leader_epoch=epoch)
+    return message
+
+
+def fetch_request(partitions: Iterable[tuple[TopicPartition, int, int]], *, max_wait_ms: int, min_bytes: int,
+                  max_bytes: int, partition_max_bytes: int, isolation_level: str) -> broker_pb2.FetchStreamRequest:
+    """A consumer's FetchStream message (no session) for (partition, leader epoch, fetch offset)."""
+    by_topic = _by_topic((tp, broker_pb2.FetchPartition(
+        partition=tp.partition, current_leader_epoch=leader_epoch, fetch_offset=fetch_offset, last_fetched_epoch=-1,
+        log_start_offset=-1, partition_max_bytes=partition_max_bytes,
+    )) for tp, leader_epoch, fetch_offset in partitions)
+    return broker_pb2.FetchStreamRequest(request=broker_pb2.FetchRequest(
+        replica_id=CONSUMER_REPLICA_ID, replica_epoch=-1, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
+        max_bytes=max_bytes, isolation_level=ISOLATION_LEVELS[isolation_level], session_id=0, session_epoch=-1,
+        topics=[broker_pb2.FetchTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
+    ))
+
+
+def list_offsets_request(partitions: Iterable[tuple[TopicPartition, int, int]],
+                         isolation_level: str) -> broker_pb2.ListOffsetsRequest:
+    """ListOffsets for (partition, leader epoch, timestamp: -2 earliest, -1 latest)."""
+    by_topic = _by_topic((tp, broker_pb2.ListOffsetsPartition(
+        partition=tp.partition, current_leader_epoch=leader_epoch, timestamp_ms=timestamp_ms,
+    )) for tp, leader_epoch, timestamp_ms in partitions)
+    return broker_pb2.ListOffsetsRequest(
+        replica_id=CONSUMER_REPLICA_ID, isolation_level=ISOLATION_LEVELS[isolation_level],
+        topics=[broker_pb2.ListOffsetsTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
+    )
+
+
+def offsets_for_leader_epoch_request(
+    partitions: Iterable[tuple[TopicPartition, int, int]],
+) -> broker_pb2.OffsetsForLeaderEpochRequest:
+    """OffsetsForLeaderEpoch for (partition, current leader epoch, the epoch to find the end of)."""
+    by_topic = _by_topic((tp, broker_pb2.OffsetForLeaderPartition(
+        partition=tp.partition, current_leader_epoch=current_leader_epoch, leader_epoch=leader_epoch,
+    )) for tp, current_leader_epoch, leader_epoch in partitions)
+    return broker_pb2.OffsetsForLeaderEpochRequest(
+        replica_id=CONSUMER_REPLICA_ID,
+        topics=[broker_pb2.OffsetForLeaderTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()],
+    )
+
+
+def partition_results(response: Any) -> dict[TopicPartition, Any]:
+    """An answer's per-partition results, by partition (any BrokerService response with topics)."""
+    return {TopicPartition(topic.topic, result.partition): result
+            for topic in response.topics for result in topic.partitions}
