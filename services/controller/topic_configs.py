@@ -17,7 +17,7 @@ import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from replog.core.config import ReplicaConfig
-from replog.storage.config import INT32_MAX, LogConfig, LogConfigError
+from replog.core.log_config import INT32_MAX, LogConfig, LogConfigError
 
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 # Configs whose value is a comma-separated list: AlterConfigs may append to or subtract from them.
