@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext
 from replog.controller.decisions import SUCCESS, Outcome
-from replog.controller.topic_configs import (
+from replog.core.topic_configs import (
     ConfigChange,
     InvalidConfig,
     apply_config_changes,

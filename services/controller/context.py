@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from replog.controller.topic_configs import unclean_leader_election_enabled
+from replog.core.topic_configs import unclean_leader_election_enabled
 from replog.core.topic_partition import TopicPartition
 from replog.zk.records import TopicAssignment
 from replog.zk.store import BrokerRegistration, ControllerLease, TopicSnapshot, VersionedState

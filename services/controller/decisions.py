@@ -27,7 +27,7 @@ import re
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 
-from replog.controller.topic_configs import InvalidConfig, validate_topic_configs
+from replog.core.topic_configs import InvalidConfig, validate_topic_configs
 from replog.core import election
 from replog.core import messages as core
 from replog.core.errors import ErrorCode

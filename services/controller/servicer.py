@@ -14,7 +14,7 @@ from replog.controller.decisions import IsrProposal, NewTopic, Outcome
 from replog.controller.driver import Controller, ProposalOutcome
 from replog.controller.events import ControllerBusy
 from replog.controller.reassignment import OngoingReassignment
-from replog.controller.topic_configs import ConfigChange, ConfigOp
+from replog.core.topic_configs import ConfigChange, ConfigOp
 from replog.controller.topics import NewPartitions, TopicOutcome
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
