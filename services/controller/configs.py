@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext
-from replog.controller.decisions import SUCCESS, Outcome
+from replog.core.errors import ErrorCode
+from replog.core.outcome import SUCCESS, Outcome
 from replog.core.topic_configs import (
     ConfigChange,
     InvalidConfig,
@@ -28,7 +29,6 @@ from replog.core.topic_configs import (
     described,
     unclean_leader_election_enabled,
 )
-from replog.core.errors import ErrorCode
 
 if TYPE_CHECKING:
     from replog.controller.driver import Controller

@@ -33,6 +33,7 @@ from replog.core import messages as core
 from replog.core.errors import ErrorCode
 from replog.core.invariant import require
 from replog.core.messages import AlterPartitionRequest, IsrMember
+from replog.core.outcome import SUCCESS, Outcome, Rejection
 from replog.core.topic_partition import TopicPartition
 from replog.zk.records import NO_LEADER, LeaderAndIsr, TopicAssignment
 
@@ -41,19 +42,6 @@ TOPIC_NAME_LENGTH_MAX = 249
 # request size limit (jute.maxbuffer, 1 MiB): about 350 bytes per partition.
 PARTITIONS_PER_TOPIC_MAX = 2000
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
-
-
-@dataclasses.dataclass(frozen=True)
-class Outcome:
-    """Kafka's error code for one item of a request, and one sentence saying why."""
-
-    error: ErrorCode
-    message: str = ""
-
-
-# What the decisions return when they refuse; SUCCESS when an item went through.
-Rejection = Outcome
-SUCCESS = Outcome(ErrorCode.NONE)
 
 
 # -- topic creation ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """AlterPartitionReassignments and ListPartitionReassignments at the active controller (KIP-455).
 
-The steps and the replica sets are `reassignment_plan`'s. Each step of a
+The steps and the replica sets are `replog.core.reassignment`'s. Each step of a
 topic's partitions is one ZooKeeper multi: the topic znode (replicas,
 adding_replicas, removing_replicas) together with the partition states it
 changes, so the replica sets and the leadership never disagree, and a
@@ -20,9 +20,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext
-from replog.controller.decisions import SUCCESS, Outcome, PartitionChange, Rejection, change_replicas
-from replog.controller.reassignment_plan import ReplicaSets, is_complete, plan_cancel, plan_reassignment
+from replog.controller.decisions import PartitionChange, change_replicas
 from replog.core.errors import ErrorCode
+from replog.core.outcome import SUCCESS, Outcome, Rejection
+from replog.core.reassignment import ReplicaSets, is_complete, plan_cancel, plan_reassignment
 from replog.core.topic_partition import TopicPartition
 from replog.zk.records import TopicAssignment
 from replog.zk.store import MULTI_OPS_MAX, StateWrite, VersionedState

@@ -16,16 +16,14 @@ A new target while one is in progress starts again from the original replicas;
 an empty target (a cancel) finishes towards the original replicas instead.
 """
 
-from __future__ import annotations
-
-import dataclasses
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
-from replog.controller.decisions import Rejection
-from replog.core.errors import ErrorCode
+from .errors import ErrorCode
+from .outcome import Rejection
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReplicaSets:
     replicas: tuple[int, ...]  # every replica now: target first, then those being removed
     adding: tuple[int, ...] = ()
