@@ -31,21 +31,16 @@ from replog.controller.channels import (
 )
 from replog.controller.configs import ConfigAdmin
 from replog.controller.context import ControllerContext
-from replog.controller.decisions import (
-    IsrProposal,
-    PartitionChange,
-    Rejection,
-    TopicDefaults,
-    judge_isr_proposal,
-    reconcile_partition,
-)
+from replog.controller.decisions import IsrProposal, PartitionChange, judge_isr_proposal, reconcile_partition
 from replog.controller.events import ControllerBusy, EventQueue
 from replog.controller.leadership import Leadership, RebalanceSettings
 from replog.controller.metrics import controller_metrics
 from replog.controller.reassignment import Reassignments
 from replog.controller.topics import TopicAdmin
 from replog.core.errors import ErrorCode
+from replog.core.outcome import Rejection
 from replog.core.topic_partition import TopicPartition
+from replog.core.topic_plan import TopicDefaults
 from replog.rpc.coalesce import CoalescingJob
 from replog.zk.records import LeaderAndIsr
 from replog.zk.store import (

@@ -26,17 +26,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext
-from replog.controller.decisions import (
-    Outcome,
-    PartitionChange,
-    Rejection,
-    elect_on_request,
-    shut_down_replica,
-)
+from replog.controller.decisions import PartitionChange, elect_on_request, shut_down_replica
 from replog.controller.events import ControllerBusy
 from replog.core import election
 from replog.core import messages as core
 from replog.core.errors import ErrorCode
+from replog.core.outcome import Outcome, Rejection
 from replog.core.topic_partition import TopicPartition
 from replog.zk.store import ControllerLease
 

@@ -27,16 +27,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext, partitions_of
-from replog.controller.decisions import (
-    SUCCESS,
-    NewTopic,
-    Outcome,
-    Rejection,
-    new_partition_state,
-    plan_new_partitions,
-    plan_topic,
-)
+from replog.controller.decisions import new_partition_state
 from replog.core.errors import ErrorCode
+from replog.core.outcome import SUCCESS, Outcome, Rejection
+from replog.core.topic_plan import NewPartitions, NewTopic, TopicOutcome, plan_new_partitions, plan_topic
 from replog.core.topic_partition import TopicPartition
 from replog.zk.records import TopicAssignment
 from replog.zk.store import TopicExistsError, TopicSnapshot, VersionedState, WriteOutcomeUnknown
@@ -45,25 +39,6 @@ if TYPE_CHECKING:
     from replog.controller.driver import Controller
 
 log = logging.getLogger("replog.controller")
-
-
-@dataclasses.dataclass(frozen=True)
-class TopicOutcome:
-    name: str
-    error: ErrorCode
-    message: str = ""
-    topic_id: str = ""
-    num_partitions: int = -1
-    replication_factor: int = -1
-
-
-@dataclasses.dataclass(frozen=True)
-class NewPartitions:
-    """A CreatePartitions entry: the topic's new total count, and optionally the new partitions' replicas."""
-
-    name: str
-    count: int
-    assignments: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 @dataclasses.dataclass
@@ -186,8 +161,9 @@ class TopicAdmin:
     async def _grow(self, context: ControllerContext, topic: NewPartitions, validate_only: bool) -> Outcome:
         brokers = context.racks()
         before = context.assignments[topic.name]
-        placed = plan_new_partitions(topic.name, before, topic.count, topic.assignments, brokers=brokers,
-                                     replica_shift=self._rng.randrange(max(1, len(brokers))))
+        placed = plan_new_partitions(topic, before.partitions,
+                                     reassigning=bool(before.adding_replicas or before.removing_replicas),
+                                     brokers=brokers, replica_shift=self._rng.randrange(max(1, len(brokers))))
         if isinstance(placed, Rejection):
             log.info("topic %r not grown: %s", topic.name, placed.message)
             return placed

@@ -9,7 +9,8 @@ import uuid
 
 import pytest
 
-from replog.controller.decisions import IsrProposal, NewTopic, TopicDefaults
+from replog.controller.decisions import IsrProposal
+from replog.core.topic_plan import NewTopic, TopicDefaults
 from replog.controller.driver import Controller, ControllerSettings
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition

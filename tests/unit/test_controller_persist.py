@@ -3,9 +3,10 @@
 import asyncio
 
 from replog.controller.context import ControllerContext
-from replog.controller.decisions import PartitionChange, TopicDefaults
+from replog.controller.decisions import PartitionChange
 from replog.controller.driver import Controller, ControllerSettings
 from replog.core.topic_partition import TopicPartition
+from replog.core.topic_plan import TopicDefaults
 from replog.zk.records import LeaderAndIsr
 from replog.zk.store import ControllerLease, StateWriteResult, VersionedState
 
