@@ -15,7 +15,9 @@ import grpc
 
 from replog.api.controller.v1 import controller_pb2, controller_pb2_grpc
 from replog.core.errors import ErrorCode
-from replog.core.messages import AlterPartitionRequest, AlterPartitionResponse, PartitionState
+from replog.core.messages import AlterPartitionRequest, AlterPartitionResponse
+from replog.core.topic_partition import TopicPartition
+from replog.rpc import controller_convert
 from replog.rpc.server import channel_options
 from replog.zk.store import ControllerInfo
 
@@ -131,10 +133,9 @@ class ControllerChannel:
 
     async def _send(self, batch: dict[tuple[str, int], tuple[int, AlterPartitionRequest]]) -> controller_pb2.AlterPartitionResponse:
         channel = self._ensure_channel()
-        request = controller_pb2.AlterPartitionRequest(broker_id=self._broker_id, broker_epoch=self.broker_epoch)
-        for (topic, partition), (_, proposal) in batch.items():
-            request.partitions.add(topic=topic, partition=partition, leader_epoch=proposal.leader_epoch,
-                                   new_isr=list(proposal.isr), partition_epoch=proposal.partition_epoch)
+        request = controller_convert.alter_partition_request(
+            self._broker_id, self.broker_epoch,
+            ((TopicPartition(topic, partition), proposal) for (topic, partition), (_, proposal) in batch.items()))
         stub = controller_pb2_grpc.ControllerServiceStub(channel)
         return await stub.AlterPartition(request, timeout=ALTER_PARTITION_TIMEOUT_S)
 
@@ -151,16 +152,5 @@ class ControllerChannel:
             if whole != ErrorCode.NONE or result is None:
                 answer = AlterPartitionResponse(whole if whole != ErrorCode.NONE else ErrorCode.UNKNOWN_SERVER_ERROR)
             else:
-                answer = _answer(result)
+                answer = controller_convert.alter_partition_response(result)
             self._on_answer((key[0], key[1], proposal_id), answer)
-
-
-def _answer(result: controller_pb2.AlterPartitionResult) -> AlterPartitionResponse:
-    error = ErrorCode.of(result.error_code)
-    if error != ErrorCode.NONE:
-        return AlterPartitionResponse(error)
-    return AlterPartitionResponse(
-        ErrorCode.NONE,
-        PartitionState(leader=result.leader, leader_epoch=result.leader_epoch, isr=tuple(result.isr),
-                       partition_epoch=result.partition_epoch, replicas=()),
-    )

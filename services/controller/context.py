@@ -94,8 +94,9 @@ class ControllerContext:
         """Live brokers that may lead or join an ISR: not in controlled shutdown."""
         return self.brokers.keys() - self.shutting_down.keys()
 
-    def electable_epochs(self) -> dict[int, int]:
-        return {b: r.broker_epoch for b, r in self.brokers.items() if b not in self.shutting_down}
+    def broker_epochs(self) -> dict[int, int]:
+        """Every live broker's current broker epoch."""
+        return {b: r.broker_epoch for b, r in self.brokers.items()}
 
 
 def partitions_of(topic: str, assignment: TopicAssignment) -> list[TopicPartition]:

@@ -29,7 +29,7 @@ from replog.core import election
 from replog.core import messages as core
 from replog.core.errors import ErrorCode
 from replog.core.invariant import require
-from replog.core.messages import AlterPartitionRequest, IsrMember
+from replog.core.messages import AlterPartitionRequest
 from replog.core.outcome import Rejection
 from replog.core.topic_partition import TopicPartition
 from replog.zk.records import NO_LEADER, LeaderAndIsr
@@ -174,53 +174,43 @@ def change_replicas(
 # -- ISR changes from leaders (AlterPartition) -------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class IsrProposal:
-    broker_id: int
-    leader_epoch: int
-    partition_epoch: int
-    new_isr: tuple[int, ...]
-
-
 def judge_isr_proposal(
-    proposal: IsrProposal,
+    request: AlterPartitionRequest,
     state: LeaderAndIsr,
     replicas: Sequence[int],
     live_broker_epochs: Mapping[int, int],
+    shutting_down: Collection[int],
     controller_epoch: int,
 ) -> tuple[Rejection | None, LeaderAndIsr]:
     """Core's AlterPartition rules: (None, the state to write, or `state` itself when nothing
-    changes) or (why not, `state`). A new ISR member must be a live broker; the wire carries
-    no broker epochs per member, so its live registration's epoch stands for it."""
-    request = AlterPartitionRequest(
-        proposal.broker_id, proposal.leader_epoch, proposal.partition_epoch,
-        tuple(IsrMember(b, live_broker_epochs.get(b, -1)) for b in proposal.new_isr),
-    )
-    error, decided = election.alter_partition(_core(state, replicas), request, live_broker_epochs)
+    changes) or (why not, `state`). Every member comes with the broker epoch the leader saw it
+    fetch with (KIP-903); a broker in controlled shutdown may not join."""
+    current = _core(state, replicas)
+    error, decided = election.alter_partition(current, request, live_broker_epochs, shutting_down)
     if error != ErrorCode.NONE:
-        return Rejection(error, _why_not(error, proposal, state, replicas, live_broker_epochs)), state
+        why = _why_not(error, request, current, live_broker_epochs, shutting_down)
+        return Rejection(error, why), state
     if (decided.isr, decided.partition_epoch) == (state.isr, state.partition_epoch):
         return None, state
     return None, _stored(decided, controller_epoch)
 
 
 def _why_not(
-    error: ErrorCode, proposal: IsrProposal, state: LeaderAndIsr, replicas: Sequence[int],
-    live_broker_epochs: Mapping[int, int],
+    error: ErrorCode, request: AlterPartitionRequest, state: core.PartitionState,
+    live_broker_epochs: Mapping[int, int], shutting_down: Collection[int],
 ) -> str:
     if error == ErrorCode.FENCED_LEADER_EPOCH:
-        return f"leader epoch {proposal.leader_epoch} is older than the current {state.leader_epoch}"
+        return f"leader epoch {request.leader_epoch} is older than the current {state.leader_epoch}"
     if error == ErrorCode.UNKNOWN_LEADER_EPOCH:
-        return (f"leader epoch {proposal.leader_epoch} is newer than this controller's {state.leader_epoch}; "
+        return (f"leader epoch {request.leader_epoch} is newer than this controller's {state.leader_epoch}; "
                 "it may no longer be the active controller")
     if error == ErrorCode.INVALID_UPDATE_VERSION:
-        return f"partition epoch {proposal.partition_epoch} is not the current {state.partition_epoch}"
+        return f"partition epoch {request.partition_epoch} is not the current {state.partition_epoch}"
     if error == ErrorCode.INELIGIBLE_REPLICA:
-        gone = [b for b in proposal.new_isr if b not in live_broker_epochs]
-        return f"brokers {gone} are not alive and cannot join the ISR"
-    if proposal.broker_id != state.leader:
-        return f"broker {proposal.broker_id} is not the leader (the leader is {state.leader})"
-    return (f"the ISR {list(proposal.new_isr)} must be distinct replicas of {list(replicas)} "
+        return "; ".join(election.ineligible_isr_members(state, request, live_broker_epochs, shutting_down))
+    if request.leader_id != state.leader:
+        return f"broker {request.leader_id} is not the leader (the leader is {state.leader})"
+    return (f"the ISR {list(request.isr)} must be distinct replicas of {list(state.replicas)} "
             f"including the leader {state.leader}")
 
 

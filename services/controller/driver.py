@@ -31,13 +31,14 @@ from replog.controller.channels import (
 )
 from replog.controller.configs import ConfigAdmin
 from replog.controller.context import ControllerContext
-from replog.controller.decisions import IsrProposal, PartitionChange, judge_isr_proposal, reconcile_partition
+from replog.controller.decisions import PartitionChange, judge_isr_proposal, reconcile_partition
 from replog.controller.events import ControllerBusy, EventQueue
 from replog.controller.leadership import Leadership, RebalanceSettings
 from replog.controller.metrics import controller_metrics
 from replog.controller.reassignment import Reassignments
 from replog.controller.topics import TopicAdmin
 from replog.core.errors import ErrorCode
+from replog.core.messages import AlterPartitionRequest
 from replog.core.outcome import Rejection
 from replog.core.topic_partition import TopicPartition
 from replog.core.topic_plan import TopicDefaults
@@ -371,7 +372,7 @@ class Controller:
     # -- AlterPartition ------------------------------------------------------------------------
 
     async def alter_partition(
-        self, broker_id: int, broker_epoch: int, proposals: list[tuple[TopicPartition, IsrProposal]]
+        self, broker_id: int, broker_epoch: int, proposals: list[tuple[TopicPartition, AlterPartitionRequest]]
     ) -> tuple[Rejection | None, list[ProposalOutcome]]:
         try:
             return await self.run(
@@ -381,7 +382,7 @@ class Controller:
 
     async def _alter_partition(
         self, context: ControllerContext, broker_id: int, broker_epoch: int,
-        proposals: list[tuple[TopicPartition, IsrProposal]],
+        proposals: list[tuple[TopicPartition, AlterPartitionRequest]],
     ) -> tuple[Rejection | None, list[ProposalOutcome]]:
         registration = context.brokers.get(broker_id)
         if registration is None or broker_epoch < registration.broker_epoch:
@@ -390,7 +391,7 @@ class Controller:
                              f"broker {broker_id}'s epoch {broker_epoch} is not its current one ({known})"), []
         outcomes: dict[TopicPartition, ProposalOutcome] = {}
         changes: list[PartitionChange] = []
-        proposed: dict[TopicPartition, IsrProposal] = {}
+        proposed: dict[TopicPartition, AlterPartitionRequest] = {}
         for partition, proposal in proposals:
             outcome, change = self._judge_proposal(context, partition, proposal, proposed.keys())
             proposed.setdefault(partition, proposal)
@@ -424,7 +425,7 @@ class Controller:
         return None, [outcomes[p] for p, _ in proposals if p in outcomes]
 
     def _judge_proposal(
-        self, context: ControllerContext, partition: TopicPartition, proposal: IsrProposal,
+        self, context: ControllerContext, partition: TopicPartition, proposal: AlterPartitionRequest,
         seen: Collection[TopicPartition],
     ) -> tuple[ProposalOutcome | None, PartitionChange | None]:
         if partition in seen:
@@ -434,11 +435,10 @@ class Controller:
             return ProposalOutcome(partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                    f"{partition} does not exist"), None
         state = versioned.state
-        # A broker in controlled shutdown may not join an ISR: it counts as not live here.
-        rejection, after = judge_isr_proposal(proposal, state, context.replicas(partition),
-                                              context.electable_epochs(), context.controller_epoch)
+        rejection, after = judge_isr_proposal(proposal, state, context.replicas(partition), context.broker_epochs(),
+                                              context.shutting_down.keys(), context.controller_epoch)
         if rejection is not None:
-            log.info("ISR proposal for %s from broker %d rejected: %s %s", partition, proposal.broker_id,
+            log.info("ISR proposal for %s from broker %d rejected: %s %s", partition, proposal.leader_id,
                      rejection.error.name, rejection.message)
             return ProposalOutcome(partition, rejection.error, rejection.message, state), None
         if after is state:

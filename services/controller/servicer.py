@@ -10,7 +10,6 @@ import grpc
 from replog.api.common.v1 import common_pb2
 from replog.api.controller.v1 import controller_pb2, controller_pb2_grpc
 from replog.controller.configs import ConfigSource, DescribedConfigs, Resource, ResourceType
-from replog.controller.decisions import IsrProposal
 from replog.controller.driver import Controller, ProposalOutcome
 from replog.controller.events import ControllerBusy
 from replog.controller.reassignment import OngoingReassignment
@@ -19,6 +18,7 @@ from replog.core.outcome import Outcome
 from replog.core.topic_configs import ConfigChange, ConfigOp
 from replog.core.topic_partition import TopicPartition
 from replog.core.topic_plan import NewPartitions, NewTopic, TopicOutcome
+from replog.rpc import controller_convert
 
 _RESOURCE_TYPES = {
     controller_pb2.CONFIG_RESOURCE_TYPE_TOPIC: ResourceType.TOPIC,
@@ -142,14 +142,9 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
     async def AlterPartition(
         self, request: controller_pb2.AlterPartitionRequest, context: grpc.aio.ServicerContext
     ) -> controller_pb2.AlterPartitionResponse:
-        proposals = [
-            (TopicPartition(p.topic, p.partition),
-             IsrProposal(request.broker_id, p.leader_epoch, p.partition_epoch, tuple(p.new_isr)))
-            for p in request.partitions
-        ]
         try:
             rejection, outcomes = await self._controller.alter_partition(
-                request.broker_id, request.broker_epoch, proposals)
+                request.broker_id, request.broker_epoch, controller_convert.isr_proposals(request))
         except ControllerBusy as error:
             await _busy(context, error)
         if rejection is not None:

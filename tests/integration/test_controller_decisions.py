@@ -8,13 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replog.controller.decisions import (
-    IsrProposal,
-    judge_isr_proposal,
-    new_partition_state,
-    reconcile_partition,
-)
+from replog.controller.decisions import judge_isr_proposal, new_partition_state, reconcile_partition
 from replog.core.errors import ErrorCode
+from replog.core.messages import AlterPartitionRequest, IsrMember
 from replog.core.topic_partition import TopicPartition
 from replog.zk.records import NO_LEADER, LeaderAndIsr, TopicAssignment
 
@@ -96,33 +92,54 @@ def test_reconciliation_invariants(isr, live, unclean):
 
 # -- AlterPartition ------------------------------------------------------------------------------
 
-LIVE_EPOCHS = {1: 100, 2: 200}
+LIVE_EPOCHS = {1: 100, 2: 200, 3: 300}
 
 
-@pytest.mark.parametrize("proposal, error", [
-    (IsrProposal(1, 3, 7, (1, 2)), ErrorCode.FENCED_LEADER_EPOCH),
-    (IsrProposal(1, 5, 7, (1, 2)), ErrorCode.UNKNOWN_LEADER_EPOCH),
-    (IsrProposal(2, 4, 7, (1, 2)), ErrorCode.INVALID_REQUEST),
-    (IsrProposal(1, 4, 6, (1,)), ErrorCode.INVALID_UPDATE_VERSION),
-    (IsrProposal(1, 4, 7, (2, 3)), ErrorCode.INVALID_REQUEST),
-    (IsrProposal(1, 4, 7, (1, 9)), ErrorCode.INVALID_REQUEST),
-    (IsrProposal(1, 4, 7, (1, 3)), ErrorCode.INELIGIBLE_REPLICA),
+def proposal(leader, leader_epoch, partition_epoch, isr):
+    """isr: broker ids (proposed with -1, as members already in sync may be) or (id, broker epoch) pairs."""
+    members = tuple(IsrMember(*m) if isinstance(m, tuple) else IsrMember(m, -1) for m in isr)
+    return AlterPartitionRequest(leader, leader_epoch, partition_epoch, members)
+
+
+def judge(request, current, live=LIVE_EPOCHS, shutting_down=()):
+    return judge_isr_proposal(request, current, (1, 2, 3), live, shutting_down, controller_epoch=9)
+
+
+@pytest.mark.parametrize("request_, error", [
+    (proposal(1, 3, 7, (1, 2)), ErrorCode.FENCED_LEADER_EPOCH),
+    (proposal(1, 5, 7, (1, 2)), ErrorCode.UNKNOWN_LEADER_EPOCH),
+    (proposal(2, 4, 7, (1, 2)), ErrorCode.INVALID_REQUEST),
+    (proposal(1, 4, 6, (1,)), ErrorCode.INVALID_UPDATE_VERSION),
+    (proposal(1, 4, 7, (2, 3)), ErrorCode.INVALID_REQUEST),
+    (proposal(1, 4, 7, (1, 9)), ErrorCode.INVALID_REQUEST),
+    (proposal(1, 4, 7, (1, 2, (3, 300))), ErrorCode.INELIGIBLE_REPLICA),  # 3 is not alive
 ])
-def test_an_isr_proposal_is_checked_and_refused_with_a_sentence(proposal, error):
-    rejection, kept = judge_isr_proposal(proposal, state(1, (1, 2)), (1, 2, 3), LIVE_EPOCHS, controller_epoch=9)
+def test_an_isr_proposal_is_checked_and_refused_with_a_sentence(request_, error):
+    rejection, kept = judge(request_, state(1, (1, 2)), live={1: 100, 2: 200})
     assert rejection is not None and rejection.error == error and len(rejection.message) > 10
     assert kept == state(1, (1, 2))
 
 
+def test_a_member_proposed_with_an_old_broker_epoch_is_refused_naming_both_epochs():
+    rejection, kept = judge(proposal(1, 4, 7, (1, 2, (3, 299))), state(1, (1, 2)))
+    assert rejection.error == ErrorCode.INELIGIBLE_REPLICA and kept == state(1, (1, 2))
+    assert rejection.message == ("broker 3 was proposed with broker epoch 299, but its current registration has "
+                                 "broker epoch 300")
+
+
+def test_a_broker_in_controlled_shutdown_may_not_join():
+    rejection, _ = judge(proposal(1, 4, 7, (1, 2, (3, 300))), state(1, (1, 2)), shutting_down={3})
+    assert rejection.error == ErrorCode.INELIGIBLE_REPLICA and "controlled shutdown" in rejection.message
+
+
 def test_a_resent_proposal_that_was_applied_already_passes_without_a_change():
     current = state(1, (1, 2))
-    rejection, after = judge_isr_proposal(IsrProposal(1, 4, 6, (1, 2)), current, (1, 2, 3), LIVE_EPOCHS, 9)
+    rejection, after = judge(proposal(1, 4, 6, (1, 2)), current)
     assert rejection is None and after is current
 
 
 def test_an_accepted_isr_change_bumps_only_the_partition_epoch():
-    rejection, after = judge_isr_proposal(IsrProposal(1, 4, 7, (1, 2, 3)), state(1, (1, 2)), (1, 2, 3),
-                                          {**LIVE_EPOCHS, 3: 300}, controller_epoch=9)
+    rejection, after = judge(proposal(1, 4, 7, (1, 2, (3, 300))), state(1, (1, 2)))
     assert rejection is None and after == LeaderAndIsr(1, 4, (1, 2, 3), 9, 8)
 
 

@@ -9,10 +9,10 @@ import uuid
 
 import pytest
 
-from replog.controller.decisions import IsrProposal
 from replog.core.topic_plan import NewTopic, TopicDefaults
 from replog.controller.driver import Controller, ControllerSettings
 from replog.core.errors import ErrorCode
+from replog.core.messages import AlterPartitionRequest, IsrMember
 from replog.core.topic_partition import TopicPartition
 from replog.dev.processes import free_port
 from replog.zk.records import LeaderAndIsr
@@ -54,6 +54,11 @@ def run(zookeeper: str, scenario) -> None:
     asyncio.run(main())
 
 
+def proposal(leader_epoch, partition_epoch, isr):
+    """Broker 1's proposal; members already in the ISR may come without a broker epoch (-1)."""
+    return AlterPartitionRequest(1, leader_epoch, partition_epoch, tuple(IsrMember(b, -1) for b in isr))
+
+
 async def until_active(controller: Controller) -> None:
     while (await controller.topics.create_topics([NewTopic("probe", 1, 1)], validate_only=True))[0].error \
             == ErrorCode.NOT_CONTROLLER:
@@ -73,7 +78,7 @@ def test_a_stale_view_is_read_again_and_the_proposals_judged_again(zookeeper):
 
         # Both proposals go in one multi, which p0's stale version makes ZooKeeper refuse whole.
         rejection, outcomes = await controller.alter_partition(1, epoch, [
-            (p0, IsrProposal(1, 0, 0, (1, 2))), (p1, IsrProposal(1, 0, 0, (1, 2)))])
+            (p0, proposal(0, 0, (1, 2))), (p1, proposal(0, 0, (1, 2)))])
         assert rejection is None
         by_partition = {o.partition: o for o in outcomes}
         # p0 already has that ISR (a resend, as far as anyone can tell): success, nothing written.
@@ -83,10 +88,10 @@ def test_a_stale_view_is_read_again_and_the_proposals_judged_again(zookeeper):
         assert by_partition[p1].state == LeaderAndIsr(1, 0, (1, 2), lease.epoch, 1)
         assert (await other.read_partition_state(p1)).state == by_partition[p1].state
 
-        rejection, (stale,) = await controller.alter_partition(1, epoch, [(p0, IsrProposal(1, 0, 0, (1,)))])
+        rejection, (stale,) = await controller.alter_partition(1, epoch, [(p0, proposal(0, 0, (1,)))])
         assert stale.error == ErrorCode.INVALID_UPDATE_VERSION and stale.state == changed
 
-        rejection, _ = await controller.alter_partition(1, epoch - 1, [(p0, IsrProposal(1, 0, 1, (1,)))])
+        rejection, _ = await controller.alter_partition(1, epoch - 1, [(p0, proposal(0, 1, (1,)))])
         assert rejection.error == ErrorCode.STALE_BROKER_EPOCH
 
     run(zookeeper, scenario)
