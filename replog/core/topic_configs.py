@@ -2,8 +2,9 @@
 
 Each config's default and check live in one place. The log's configs are the
 fields of `LogConfig` (what a broker builds a partition's log from): their
-defaults are its defaults and a value is valid when LogConfig accepts it. `min.insync.replicas` takes its default from core's
-`ReplicaConfig`. Only the configs neither knows are defined here.
+defaults are its defaults and a value is valid when LogConfig accepts it.
+`min.insync.replicas` takes its default from `ReplicaConfig`. Only the configs
+neither knows are defined here.
 
 `/config/topics/<topic>` holds only the configs the topic set, normalised as
 `validate_topic_configs` returns them; every other config takes its default.

@@ -2,8 +2,9 @@
 
 Events — taking over, a change of the live brokers, AlterPartition, and the
 admin requests of `topics`, `configs`, `leadership` and `reassignment` — run
-one at a time through the `EventQueue`. Each one decides with pure functions
-(`decisions`, `replog.core.election`), persists the result in ZooKeeper (every
+one at a time through the `EventQueue`. Each one decides with the core's pure
+rules (`replog.core.partition_change`, `isr_judgement`, `topic_plan`,
+`reassignment`, `topic_configs`) over the view's image, persists the result in ZooKeeper (every
 write fenced by the controller epoch), updates the view in `ControllerContext`,
 and only then queues requests to the brokers: persist, then send. A fenced
 write means another controller won: this one stops acting at once.
@@ -31,27 +32,20 @@ from replog.controller.channels import (
 )
 from replog.controller.configs import ConfigAdmin
 from replog.controller.context import ControllerContext
-from replog.controller.decisions import PartitionChange, judge_isr_proposal, reconcile_partition
 from replog.controller.events import ControllerBusy, EventQueue
 from replog.controller.leadership import Leadership, RebalanceSettings
 from replog.controller.metrics import controller_metrics
 from replog.controller.reassignment import Reassignments
 from replog.controller.topics import TopicAdmin
 from replog.core.errors import ErrorCode
-from replog.core.messages import AlterPartitionRequest
+from replog.core.isr_judgement import ProposalOutcome, judge_isr_proposal
+from replog.core.messages import NO_LEADER, AlterPartitionRequest
 from replog.core.outcome import Rejection
+from replog.core.partition_change import PartitionChange, reconcile_partition
 from replog.core.topic_partition import TopicPartition
 from replog.core.topic_plan import TopicDefaults
 from replog.rpc.coalesce import CoalescingJob
-from replog.zk.records import LeaderAndIsr
-from replog.zk.store import (
-    ControllerFencedError,
-    ControllerLease,
-    MetadataStore,
-    StateWrite,
-    VersionedState,
-    WriteOutcomeUnknown,
-)
+from replog.zk.store import ControllerFencedError, ControllerLease, MetadataStore, WriteOutcomeUnknown
 
 log = logging.getLogger("replog.controller")
 
@@ -70,14 +64,6 @@ class ControllerSettings:
     request_timeout_s: float  # controller.socket.timeout.ms
     message_bytes_max: int
     rebalance: RebalanceSettings = RebalanceSettings()
-
-
-@dataclasses.dataclass(frozen=True)
-class ProposalOutcome:
-    partition: TopicPartition
-    error: ErrorCode
-    message: str = ""
-    state: LeaderAndIsr | None = None
 
 
 class NotActive(Exception):
@@ -324,31 +310,21 @@ class Controller:
         self.topics.on_brokers_registered(context, born)
         await self.reassignments.advance(context, context.reassigning())
 
-    async def _reconcile(self, context: ControllerContext) -> list[PartitionChange]:
-        """One batched pass over every partition for the current live brokers."""
+    async def _reconcile(self, context: ControllerContext,
+                         partitions: Iterable[TopicPartition] | None = None) -> list[PartitionChange]:
+        """One batched election pass over these partitions (all when None) for the current live brokers."""
+        image = context.image()
 
         def recompute(partition: TopicPartition) -> PartitionChange | None:
-            return reconcile_partition(
-                partition, context.states[partition].state, context.replicas(partition), context.brokers,
-                unclean_allowed=context.unclean_allowed(partition.topic),
-                controller_epoch=context.controller_epoch, shutting_down=context.shutting_down,
-            )
+            return reconcile_partition(partition, context.partition_state(partition), image,
+                                       unclean_allowed=context.unclean_allowed(partition.topic))
 
-        return await self.elect(context, [c for c in map(recompute, context.partitions()) if c is not None],
-                                recompute)
+        chosen = context.partitions() if partitions is None else partitions
+        return await self.elect(context, [c for c in map(recompute, chosen) if c is not None], recompute)
 
     async def reconcile_topic(self, context: ControllerContext, topic: str) -> list[PartitionChange]:
         """The election pass for one topic (after its unclean.leader.election.enable changed)."""
-
-        def recompute(partition: TopicPartition) -> PartitionChange | None:
-            return reconcile_partition(
-                partition, context.states[partition].state, context.replicas(partition), context.brokers,
-                unclean_allowed=context.unclean_allowed(topic), controller_epoch=context.controller_epoch,
-                shutting_down=context.shutting_down,
-            )
-
-        changes = [c for c in map(recompute, context.topic_partitions(topic)) if c is not None]
-        applied = await self.elect(context, changes, recompute)
+        applied = await self._reconcile(context, context.topic_partitions(topic))
         self.send_changes(context, applied)
         self.update_gauges(context)
         return applied
@@ -364,7 +340,7 @@ class Controller:
     def count_elections(changes: Iterable[PartitionChange]) -> None:
         """replog_leader_elections_total and replog_unclean_leader_elections_total for written changes."""
         for change in changes:
-            if change.leader_changed and change.after.has_leader:
+            if change.elected:
                 controller_metrics().leader_elections.inc()
                 if change.unclean:
                     controller_metrics().unclean_leader_elections.inc()
@@ -412,11 +388,11 @@ class Controller:
                 outcomes[change.partition] = ProposalOutcome(change.partition, ErrorCode.NONE, "", written.after)
                 continue
             outcome, _ = self._judge_proposal(context, change.partition, proposed[change.partition], ())
-            current = context.states.get(change.partition)
+            current = context.partition_state(change.partition) if change.partition in context.states else None
             outcomes[change.partition] = outcome or ProposalOutcome(
                 change.partition, ErrorCode.INVALID_UPDATE_VERSION,
                 "the partition state kept changing while the proposal was written; retry with the new state",
-                current.state if current else None)
+                current)
         if applied:
             self.send_metadata(context, list(applied))
             # A replica being added may just have joined the ISR: its reassignment may finish.
@@ -430,20 +406,17 @@ class Controller:
     ) -> tuple[ProposalOutcome | None, PartitionChange | None]:
         if partition in seen:
             return ProposalOutcome(partition, ErrorCode.INVALID_REQUEST, "the partition is proposed twice"), None
-        versioned = context.states.get(partition)
-        if versioned is None:
+        if partition not in context.states:
             return ProposalOutcome(partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                    f"{partition} does not exist"), None
-        state = versioned.state
-        rejection, after = judge_isr_proposal(proposal, state, context.replicas(partition), context.broker_epochs(),
-                                              context.shutting_down.keys(), context.controller_epoch)
-        if rejection is not None:
+        state = context.partition_state(partition)
+        outcome, change = judge_isr_proposal(partition, state, proposal, context.image())
+        if outcome.error != ErrorCode.NONE:
             log.info("ISR proposal for %s from broker %d rejected: %s %s", partition, proposal.leader_id,
-                     rejection.error.name, rejection.message)
-            return ProposalOutcome(partition, rejection.error, rejection.message, state), None
-        if after is state:
-            return ProposalOutcome(partition, ErrorCode.NONE, "", state), None
-        return None, PartitionChange(partition, state, after)
+                     outcome.error.name, outcome.message)
+        if change is None:
+            return ProposalOutcome(partition, outcome.error, outcome.message, state), None
+        return None, change
 
     # -- persisting ----------------------------------------------------------------------------
 
@@ -461,15 +434,15 @@ class Controller:
         for _ in range(PERSIST_ROUNDS_MAX):
             if not pending:
                 break
-            writes = [StateWrite(c.partition, c.after, context.states[c.partition].zk_version) for c in pending]
+            writes = [context.state_write(c) for c in pending]
             try:
                 committed = (await self.store.write_partition_states(context.lease, writes)).committed
             except WriteOutcomeUnknown as error:
                 log.warning("%s; re-reading %d partition states", error, len(pending))
                 committed = {}
-            for change in pending:
+            for change, write in zip(pending, writes):
                 if change.partition in committed:
-                    context.states[change.partition] = VersionedState(change.after, committed[change.partition])
+                    context.written(write, committed[change.partition])
                     applied.append(change)
             pending = await self._reread([c for c in pending if c.partition not in committed], context,
                                          applied, recompute)
@@ -490,7 +463,7 @@ class Controller:
                 context.states.pop(change.partition, None)
                 continue
             context.states[change.partition] = fresh
-            if fresh.state == change.after:
+            if context.partition_state(change.partition) == change.after:
                 applied.append(change)  # the write whose outcome was unknown did happen
             elif recompute is not None and (decided := recompute(change.partition)) is not None:
                 again.append(decided)
@@ -518,7 +491,7 @@ class Controller:
         """One LeaderAndIsr to each live replica of a changed partition, one UpdateMetadata to all."""
         latest = {c.partition: c for c in changes}
         for change in latest.values():
-            log.log(logging.WARNING if not change.after.has_leader or change.unclean else logging.INFO,
+            log.log(logging.WARNING if change.after.leader == NO_LEADER or change.unclean else logging.INFO,
                     "%s", change.describe())
         self.send_partitions(context, sorted(latest), is_new=False)
 

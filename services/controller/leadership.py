@@ -14,7 +14,7 @@
   answer lists what it still leads. Until it is gone it is never elected nor
   let back into an ISR.
 
-The rules are core's (`replog.core.election`) through `decisions`.
+The rules are the core's (`replog.core.partition_change` over `replog.core.election`).
 """
 
 from __future__ import annotations
@@ -26,12 +26,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext
-from replog.controller.decisions import PartitionChange, elect_on_request, shut_down_replica
 from replog.controller.events import ControllerBusy
 from replog.core import election
-from replog.core import messages as core
+from replog.core.cluster_image import ClusterImage
 from replog.core.errors import ErrorCode
+from replog.core.messages import PartitionState
 from replog.core.outcome import Outcome, Rejection
+from replog.core.partition_change import PartitionChange, elect_on_request, shut_down_replica
 from replog.core.topic_partition import TopicPartition
 from replog.zk.store import ControllerLease
 
@@ -80,13 +81,13 @@ class Leadership:
         targets = list(context.partitions()) if requested is None else list(dict.fromkeys(requested))
         outcomes: dict[TopicPartition, Outcome] = {}
         changes: list[PartitionChange] = []
+        image = context.image()
 
         def decide(partition: TopicPartition) -> PartitionChange | None:
-            error, change = elect_on_request(partition, context.states[partition].state, context.replicas(partition),
-                                             context.electable(), unclean=unclean,
-                                             controller_epoch=context.controller_epoch)
+            state = context.partition_state(partition)
+            error, change = elect_on_request(partition, state, image, unclean=unclean)
             if change is None:
-                outcomes[partition] = Outcome(error, _why_not(error, context, partition))
+                outcomes[partition] = Outcome(error, _why_not(error, state, image))
             return change
 
         for partition in targets:
@@ -129,10 +130,8 @@ class Leadership:
     async def _rebalance_leaders(self, context: ControllerContext) -> None:
         # Partitions being reassigned are left alone: their leader moves with the reassignment.
         moving = set(context.reassigning())
-        states = {tp: core.PartitionState(v.state.leader, v.state.leader_epoch, v.state.isr, v.state.partition_epoch,
-                                          context.replicas(tp))
-                  for tp, v in context.states.items() if tp not in moving}
-        due = election.preferred_elections_due(states, context.electable(),
+        states = {tp: context.partition_state(tp) for tp in context.states if tp not in moving}
+        due = election.preferred_elections_due(states, context.image().electable,
                                                self._rebalance.imbalance_percentage_max)
         if due:
             log.info("leader imbalance above %d%%: moving %d leaderships back to their preferred replicas",
@@ -162,10 +161,10 @@ class Leadership:
         if broker_id not in context.shutting_down:
             log.info("broker %d (broker epoch %d) is shutting down", broker_id, registration.broker_epoch)
         context.shutting_down[broker_id] = registration.broker_epoch
+        image = context.image()
 
         def decide(partition: TopicPartition) -> PartitionChange | None:
-            return shut_down_replica(partition, context.states[partition].state, context.replicas(partition),
-                                     broker_id, context.electable(), controller_epoch=context.controller_epoch)
+            return shut_down_replica(partition, context.partition_state(partition), broker_id, image)
 
         hosted = context.hosted_by(broker_id)
         changes = [c for c in map(decide, hosted) if c is not None]
@@ -178,12 +177,11 @@ class Leadership:
         return None, remaining
 
 
-def _why_not(error: ErrorCode, context: ControllerContext, partition: TopicPartition) -> str:
-    state = context.states[partition].state
-    replicas = list(context.replicas(partition))
+def _why_not(error: ErrorCode, state: PartitionState, image: ClusterImage) -> str:
+    replicas = list(state.replicas)
     if error == ErrorCode.ELECTION_NOT_NEEDED:
         return f"broker {state.leader} leads already"
     if error == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE:
         return (f"the preferred leader {replicas[0]} is not a live ISR member "
-                f"(ISR {list(state.isr)}, live brokers {sorted(context.electable())})")
+                f"(ISR {list(state.isr)}, live brokers {sorted(image.electable)})")
     return f"no replica of {replicas} is alive"

@@ -20,13 +20,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext
-from replog.controller.decisions import PartitionChange, change_replicas
 from replog.core.errors import ErrorCode
 from replog.core.outcome import SUCCESS, Outcome, Rejection
+from replog.core.partition_change import PartitionChange, change_replicas
 from replog.core.reassignment import ReplicaSets, is_complete, plan_cancel, plan_reassignment
 from replog.core.topic_partition import TopicPartition
 from replog.zk.records import TopicAssignment
-from replog.zk.store import MULTI_OPS_MAX, StateWrite, VersionedState
+from replog.zk.store import MULTI_OPS_MAX
 
 if TYPE_CHECKING:
     from replog.controller.driver import Controller
@@ -136,9 +136,9 @@ class Reassignments:
                     planned: Mapping[TopicPartition, ReplicaSets]) -> dict[TopicPartition, Outcome]:
         outcomes: dict[TopicPartition, Outcome] = {}
         changes: list[PartitionChange] = []
+        image = context.image()
         for partition, sets in planned.items():
-            change = change_replicas(partition, context.states[partition].state, context.replicas(partition),
-                                     sets.replicas, context.electable(), controller_epoch=context.controller_epoch)
+            change = change_replicas(partition, context.partition_state(partition), sets.replicas, image)
             if change is None:
                 outcomes[partition] = Outcome(
                     ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
@@ -149,14 +149,14 @@ class Reassignments:
             return outcomes
         before = context.assignments[topic]
         after = _with_sets(before, {c.partition.partition: planned[c.partition] for c in changes})
-        writes = [StateWrite(c.partition, c.after, context.states[c.partition].zk_version) for c in changes]
+        writes = [context.state_write(c) for c in changes]
         version, committed = await self._controller.store.write_assignment(
             context.lease, topic, after, context.assignment_versions[topic], writes)
         context.assignments[topic] = after
         context.assignment_versions[topic] = version
         dropped: dict[int, list[TopicPartition]] = {}
-        for change in changes:
-            context.states[change.partition] = VersionedState(change.after, committed[change.partition])
+        for change, write in zip(changes, writes):
+            context.written(write, committed[change.partition])
             for broker in set(before.replicas(change.partition.partition)) - set(after.replicas(change.partition.partition)):
                 dropped.setdefault(broker, []).append(change.partition)
             outcomes[change.partition] = SUCCESS

@@ -10,10 +10,11 @@ import grpc
 from replog.api.common.v1 import common_pb2
 from replog.api.controller.v1 import controller_pb2, controller_pb2_grpc
 from replog.controller.configs import ConfigSource, DescribedConfigs, Resource, ResourceType
-from replog.controller.driver import Controller, ProposalOutcome
+from replog.controller.driver import Controller
 from replog.controller.events import ControllerBusy
 from replog.controller.reassignment import OngoingReassignment
 from replog.core.errors import ErrorCode
+from replog.core.isr_judgement import ProposalOutcome
 from replog.core.outcome import Outcome
 from replog.core.topic_configs import ConfigChange, ConfigOp
 from replog.core.topic_partition import TopicPartition

@@ -27,12 +27,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext, partitions_of
-from replog.controller.decisions import new_partition_state
+from replog.core.election import initial_state
 from replog.core.errors import ErrorCode
 from replog.core.outcome import SUCCESS, Outcome, Rejection
 from replog.core.topic_plan import NewPartitions, NewTopic, TopicOutcome, plan_new_partitions, plan_topic
 from replog.core.topic_partition import TopicPartition
-from replog.zk.records import TopicAssignment
+from replog.zk.records import LeaderAndIsr, TopicAssignment
 from replog.zk.store import TopicExistsError, TopicSnapshot, VersionedState, WriteOutcomeUnknown
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ class TopicAdmin:
             self._controller.update_gauges(context)
 
     async def _create_topic(self, context: ControllerContext, topic: NewTopic, validate_only: bool) -> TopicOutcome:
-        brokers = context.racks()
+        brokers = context.image().live_racks()
         plan = plan_topic(
             topic, brokers=brokers, existing_topics=context.topic_names(),
             defaults=self._controller.settings.defaults,
@@ -106,7 +106,7 @@ class TopicAdmin:
         if validate_only:
             return placed
         assignment = TopicAssignment(_new_topic_id(), dict(plan.replicas))
-        states = {p: new_partition_state(replicas, context.controller_epoch) for p, replicas in plan.replicas.items()}
+        states = {p: _new_partition_state(replicas, context.controller_epoch) for p, replicas in plan.replicas.items()}
         store = self._controller.store
         try:
             await store.create_topic(context.lease, topic.name, assignment, dict(plan.configs), states)
@@ -159,7 +159,7 @@ class TopicAdmin:
                 outcomes[topic.name] = await self._grow(context, topic, validate_only)
 
     async def _grow(self, context: ControllerContext, topic: NewPartitions, validate_only: bool) -> Outcome:
-        brokers = context.racks()
+        brokers = context.image().live_racks()
         before = context.assignments[topic.name]
         placed = plan_new_partitions(topic, before.partitions,
                                      reassigning=bool(before.adding_replicas or before.removing_replicas),
@@ -170,7 +170,7 @@ class TopicAdmin:
         if validate_only:
             return SUCCESS
         after = dataclasses.replace(before, partitions={**before.partitions, **placed})
-        states = {p: new_partition_state(replicas, context.controller_epoch) for p, replicas in placed.items()}
+        states = {p: _new_partition_state(replicas, context.controller_epoch) for p, replicas in placed.items()}
         store = self._controller.store
         try:
             version = await store.add_partitions(context.lease, topic.name, after,
@@ -310,6 +310,11 @@ class TopicAdmin:
         for deletion in self._deletions.values():
             deletion.done.cancel()
         self._deletions.clear()
+
+
+def _new_partition_state(replicas: tuple[int, ...], controller_epoch: int) -> LeaderAndIsr:
+    """A new partition: its first replica leads, every replica (all live, as placement sees to) in sync."""
+    return LeaderAndIsr.from_core(initial_state(replicas), controller_epoch)
 
 
 def _new_topic_id() -> str:
