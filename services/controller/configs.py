@@ -143,7 +143,7 @@ class ConfigAdmin:
         log.info("topic %r configs %s -> %s", topic, before, after)
         if unclean_leader_election_enabled(after) and not unclean_leader_election_enabled(before):
             # Offline partitions of the topic may now take an out-of-sync replica as leader.
-            await self._controller.reconcile_topic(context, topic)
+            await self._controller.broker_changes.reconcile_topic(context, topic)
         return SUCCESS
 
 

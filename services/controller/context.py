@@ -16,7 +16,9 @@ import dataclasses
 from collections.abc import Iterator
 
 from replog.core.cluster_image import ClusterImage
+from replog.core.errors import ErrorCode
 from replog.core.messages import PartitionState
+from replog.core.outcome import Rejection
 from replog.core.partition_change import PartitionChange
 from replog.core.topic_configs import unclean_leader_election_enabled
 from replog.core.topic_partition import TopicPartition
@@ -104,6 +106,16 @@ class ControllerContext:
 
     def offline_count(self) -> int:
         return sum(1 for v in self.states.values() if not v.state.has_leader or v.state.leader not in self.brokers)
+
+    def stale_broker_epoch(self, broker_id: int, broker_epoch: int) -> Rejection | None:
+        """STALE_BROKER_EPOCH when a broker's request names an epoch older than its registration,
+        or the broker is not live: the request comes from an earlier incarnation."""
+        registration = self.brokers.get(broker_id)
+        if registration is not None and broker_epoch >= registration.broker_epoch:
+            return None
+        known = registration.broker_epoch if registration else "none: not registered"
+        return Rejection(ErrorCode.STALE_BROKER_EPOCH,
+                         f"broker {broker_id}'s epoch {broker_epoch} is not its current one ({known})")
 
     def image(self) -> ClusterImage:
         """The live brokers, their epochs and racks, and those shutting down: what the core's rules decide over."""

@@ -95,13 +95,13 @@ class Leadership:
                 outcomes[partition] = Outcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{partition} does not exist")
             elif (change := decide(partition)) is not None:
                 changes.append(change)
-        applied = await self._controller.elect(context, changes, decide)
+        applied = await self._controller.writer.elect(context, changes, decide)
         for change in applied:
             outcomes[change.partition] = Outcome(ErrorCode.NONE)
         for change in changes:
             outcomes.setdefault(change.partition, Outcome(
                 ErrorCode.UNKNOWN_SERVER_ERROR, "the partition state kept changing; retry"))
-        self._controller.send_changes(context, applied)
+        self._controller.requests.send_changes(context, applied)
         self._controller.update_gauges(context)
         return [ElectionOutcome(p, outcomes[p]) for p in targets]
 
@@ -153,11 +153,10 @@ class Leadership:
 
     async def _shut_down(self, context: ControllerContext, broker_id: int,
                          broker_epoch: int) -> tuple[Rejection | None, list[TopicPartition]]:
-        registration = context.brokers.get(broker_id)
-        if registration is None or broker_epoch < registration.broker_epoch:
-            known = registration.broker_epoch if registration else "none: not registered"
-            return Rejection(ErrorCode.STALE_BROKER_EPOCH,
-                             f"broker {broker_id}'s epoch {broker_epoch} is not its current one ({known})"), []
+        stale = context.stale_broker_epoch(broker_id, broker_epoch)
+        if stale is not None:
+            return stale, []
+        registration = context.brokers[broker_id]
         if broker_id not in context.shutting_down:
             log.info("broker %d (broker epoch %d) is shutting down", broker_id, registration.broker_epoch)
         context.shutting_down[broker_id] = registration.broker_epoch
@@ -168,8 +167,8 @@ class Leadership:
 
         hosted = context.hosted_by(broker_id)
         changes = [c for c in map(decide, hosted) if c is not None]
-        applied = await self._controller.elect(context, changes, decide)
-        self._controller.send_changes(context, applied)
+        applied = await self._controller.writer.elect(context, changes, decide)
+        self._controller.requests.send_changes(context, applied)
         self._controller.update_gauges(context)
         remaining = [tp for tp in hosted if context.states[tp].state.leader == broker_id]
         log.info("controlled shutdown of broker %d: %d partitions changed, %d still led by it%s", broker_id,

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext
+from replog.controller.metrics import count_elections
 from replog.core.errors import ErrorCode
 from replog.core.outcome import SUCCESS, Outcome, Rejection
 from replog.core.partition_change import PartitionChange, change_replicas
@@ -163,10 +164,10 @@ class Reassignments:
             log.info("%s: replicas %s (adding %s, removing %s); %s", change.partition,
                      list(after.replicas(change.partition.partition)), list(context.adding(change.partition)),
                      list(context.removing(change.partition)), change.describe())
-        self._controller.count_elections(changes)
-        self._controller.send_changes(context, changes)
+        count_elections(changes)
+        self._controller.requests.send_changes(context, changes)
         for broker, partitions in sorted(dropped.items()):
-            self._controller.stop_replicas(context, broker, partitions, delete=True)
+            self._controller.requests.stop_replicas(context, broker, partitions, delete=True)
         self._controller.update_gauges(context)
         return outcomes
 

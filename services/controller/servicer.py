@@ -144,7 +144,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         self, request: controller_pb2.AlterPartitionRequest, context: grpc.aio.ServicerContext
     ) -> controller_pb2.AlterPartitionResponse:
         try:
-            rejection, outcomes = await self._controller.alter_partition(
+            rejection, outcomes = await self._controller.isr_changes.alter_partition(
                 request.broker_id, request.broker_epoch, controller_convert.isr_proposals(request))
         except ControllerBusy as error:
             await _busy(context, error)

@@ -84,7 +84,7 @@ class TopicAdmin:
                 created.append(topic.name)
         if created:
             new = [tp for name in created for tp in partitions_of(name, context.assignments[name])]
-            self._controller.send_partitions(context, new, is_new=True)
+            self._controller.requests.send_partitions(context, new, is_new=True)
             self._controller.update_gauges(context)
 
     async def _create_topic(self, context: ControllerContext, topic: NewTopic, validate_only: bool) -> TopicOutcome:
@@ -186,7 +186,7 @@ class TopicAdmin:
             context.states[TopicPartition(topic.name, partition)] = VersionedState(state, 0)
         log.info("topic %r grown from %d to %d partitions: %s", topic.name, len(before.partitions), topic.count,
                  ", ".join(f"{p}: replicas {list(r)}" for p, r in sorted(placed.items())))
-        self._controller.send_partitions(context, [TopicPartition(topic.name, p) for p in sorted(placed)],
+        self._controller.requests.send_partitions(context, [TopicPartition(topic.name, p) for p in sorted(placed)],
                                          is_new=True)
         self._controller.update_gauges(context)
         return SUCCESS
@@ -263,7 +263,7 @@ class TopicAdmin:
             self._stop_replicas(context, deletion, broker)
 
     def _stop_replicas(self, context: ControllerContext, deletion: _Deletion, broker: int) -> None:
-        future = self._controller.stop_replicas(context, broker, deletion.waiting[broker], delete=True)
+        future = self._controller.requests.stop_replicas(context, broker, deletion.waiting[broker], delete=True)
         if future is None:
             log.info("topic %r: broker %d is down; it deletes its replicas when it returns", deletion.topic, broker)
             return

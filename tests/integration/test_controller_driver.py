@@ -77,7 +77,7 @@ def test_a_stale_view_is_read_again_and_the_proposals_judged_again(zookeeper):
         epoch = (await other.live_brokers())[1].broker_epoch
 
         # Both proposals go in one multi, which p0's stale version makes ZooKeeper refuse whole.
-        rejection, outcomes = await controller.alter_partition(1, epoch, [
+        rejection, outcomes = await controller.isr_changes.alter_partition(1, epoch, [
             (p0, proposal(0, 0, (1, 2))), (p1, proposal(0, 0, (1, 2)))])
         assert rejection is None
         by_partition = {o.partition: o for o in outcomes}
@@ -89,10 +89,10 @@ def test_a_stale_view_is_read_again_and_the_proposals_judged_again(zookeeper):
         assert by_partition[p1].state == written.to_core((1, 2, 3))
         assert (await other.read_partition_state(p1)).state == written
 
-        rejection, (stale,) = await controller.alter_partition(1, epoch, [(p0, proposal(0, 0, (1,)))])
+        rejection, (stale,) = await controller.isr_changes.alter_partition(1, epoch, [(p0, proposal(0, 0, (1,)))])
         assert stale.error == ErrorCode.INVALID_UPDATE_VERSION and stale.state == changed.to_core((1, 2, 3))
 
-        rejection, _ = await controller.alter_partition(1, epoch - 1, [(p0, proposal(0, 1, (1,)))])
+        rejection, _ = await controller.isr_changes.alter_partition(1, epoch - 1, [(p0, proposal(0, 1, (1,)))])
         assert rejection.error == ErrorCode.STALE_BROKER_EPOCH
 
     run(zookeeper, scenario)
@@ -108,7 +108,7 @@ def test_a_fenced_controller_stops_acting_and_answers_not_controller(zookeeper):
         assert outcome.error == ErrorCode.NOT_CONTROLLER and "fenced" in outcome.message
         assert fenced == [lease]
         assert await other.read_topic("late") is None
-        rejection, _ = await controller.alter_partition(1, 0, [])
+        rejection, _ = await controller.isr_changes.alter_partition(1, 0, [])
         assert rejection.error == ErrorCode.NOT_CONTROLLER
 
     run(zookeeper, scenario)
