@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from .errors import ErrorCode
 from .outcome import Rejection
+from .topic_partition import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,16 @@ class ReplicaSets:
     @property
     def original(self) -> tuple[int, ...]:
         return tuple(r for r in self.replicas if r not in self.adding)
+
+
+@dataclass(frozen=True, slots=True)
+class OngoingReassignment:
+    """ListPartitionReassignments' answer for one partition being moved."""
+
+    partition: TopicPartition
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
 
 
 def plan_reassignment(current: ReplicaSets, target: Sequence[int], live: Collection[int]) -> ReplicaSets | Rejection:

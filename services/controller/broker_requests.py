@@ -14,11 +14,12 @@ from collections.abc import Callable, Iterable
 
 from replog.api.broker.v1 import broker_pb2
 from replog.api.common.v1 import common_pb2
-from replog.controller.channels import BrokerChannel, endpoint, leader_and_isr_state, update_metadata_state
+from replog.controller.channels import BrokerChannel
 from replog.controller.context import ControllerContext
 from replog.core.messages import NO_LEADER
 from replog.core.partition_change import PartitionChange
 from replog.core.topic_partition import TopicPartition
+from replog.rpc.broker_convert import broker_endpoint, leader_and_isr_state, update_metadata_state
 
 log = logging.getLogger("replog.controller")
 
@@ -106,7 +107,7 @@ class BrokerRequests:
 
 
 def _live_endpoints(context: ControllerContext) -> list[common_pb2.BrokerEndpoint]:
-    return [endpoint(context.brokers[b]) for b in sorted(context.brokers)]
+    return [broker_endpoint(context.brokers[b]) for b in sorted(context.brokers)]
 
 
 def _leader_and_isr(

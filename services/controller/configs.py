@@ -13,13 +13,12 @@ broker shows what its registration in ZooKeeper records, read-only.
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext
+from replog.core.config_resources import ConfigEntry, ConfigSource, DescribedConfigs, Resource, ResourceType
 from replog.core.errors import ErrorCode
 from replog.core.outcome import SUCCESS, Outcome
 from replog.core.topic_configs import (
@@ -34,38 +33,6 @@ if TYPE_CHECKING:
     from replog.controller.driver import Controller
 
 log = logging.getLogger("replog.controller")
-
-
-class ResourceType(enum.Enum):
-    TOPIC = "topic"
-    BROKER = "broker"
-
-
-class ConfigSource(enum.Enum):
-    DYNAMIC_TOPIC_CONFIG = "dynamic topic config"  # set for the topic
-    STATIC_BROKER_CONFIG = "static broker config"  # from the broker's own settings
-    DEFAULT_CONFIG = "default"
-
-
-@dataclasses.dataclass(frozen=True)
-class Resource:
-    type: ResourceType | None  # None: the request did not say
-    name: str
-
-
-@dataclasses.dataclass(frozen=True)
-class ConfigEntry:
-    name: str
-    value: str | None
-    source: ConfigSource
-    read_only: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class DescribedConfigs:
-    resource: Resource
-    outcome: Outcome
-    entries: tuple[ConfigEntry, ...] = ()
 
 
 class ConfigAdmin:

@@ -49,12 +49,6 @@ class RebalanceSettings:
     imbalance_percentage_max: int = 10  # leader.imbalance.per.broker.percentage
 
 
-@dataclasses.dataclass(frozen=True)
-class ElectionOutcome:
-    partition: TopicPartition
-    outcome: Outcome
-
-
 class Leadership:
     def __init__(self, controller: Controller, rebalance: RebalanceSettings) -> None:
         self._controller = controller
@@ -65,19 +59,19 @@ class Leadership:
 
     async def elect_leaders(
         self, partitions: Sequence[TopicPartition] | None, *, unclean: bool
-    ) -> tuple[Rejection | None, list[ElectionOutcome]]:
+    ) -> tuple[Rejection | None, list[tuple[TopicPartition, Outcome]]]:
         """Elect for these partitions (None: every partition); one outcome per partition."""
 
-        def failed(error: ErrorCode, message: str) -> tuple[Rejection | None, list[ElectionOutcome]]:
+        def failed(error: ErrorCode, message: str) -> tuple[Rejection | None, list[tuple[TopicPartition, Outcome]]]:
             return Rejection(error, message), []
 
-        async def elect(context: ControllerContext) -> tuple[Rejection | None, list[ElectionOutcome]]:
+        async def elect(context: ControllerContext) -> tuple[Rejection | None, list[tuple[TopicPartition, Outcome]]]:
             return None, await self._elect(context, partitions, unclean)
 
         return await self._controller.answer("elect leaders", elect, failed)
 
     async def _elect(self, context: ControllerContext, requested: Sequence[TopicPartition] | None,
-                     unclean: bool) -> list[ElectionOutcome]:
+                     unclean: bool) -> list[tuple[TopicPartition, Outcome]]:
         targets = list(context.partitions()) if requested is None else list(dict.fromkeys(requested))
         outcomes: dict[TopicPartition, Outcome] = {}
         changes: list[PartitionChange] = []
@@ -103,7 +97,7 @@ class Leadership:
                 ErrorCode.UNKNOWN_SERVER_ERROR, "the partition state kept changing; retry"))
         self._controller.requests.send_changes(context, applied)
         self._controller.update_gauges(context)
-        return [ElectionOutcome(p, outcomes[p]) for p in targets]
+        return [(p, outcomes[p]) for p in targets]
 
     # -- auto.leader.rebalance.enable ----------------------------------------------------------
 

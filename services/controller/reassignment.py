@@ -24,7 +24,13 @@ from replog.controller.metrics import count_elections
 from replog.core.errors import ErrorCode
 from replog.core.outcome import SUCCESS, Outcome, Rejection
 from replog.core.partition_change import PartitionChange, change_replicas
-from replog.core.reassignment import ReplicaSets, is_complete, plan_cancel, plan_reassignment
+from replog.core.reassignment import (
+    OngoingReassignment,
+    ReplicaSets,
+    is_complete,
+    plan_cancel,
+    plan_reassignment,
+)
 from replog.core.topic_partition import TopicPartition
 from replog.zk.records import TopicAssignment
 from replog.zk.store import MULTI_OPS_MAX
@@ -37,14 +43,6 @@ log = logging.getLogger("replog.controller")
 # Partitions of one topic changed in one multi (with the epoch check, the topic znode and the
 # partition state notification).
 PARTITIONS_PER_STEP_MAX = MULTI_OPS_MAX - 3
-
-
-@dataclasses.dataclass(frozen=True)
-class OngoingReassignment:
-    partition: TopicPartition
-    replicas: tuple[int, ...]
-    adding: tuple[int, ...]
-    removing: tuple[int, ...]
 
 
 class Reassignments:
