@@ -1,10 +1,9 @@
 """DescribeConfigs and AlterConfigs at the active controller.
 
 Topic configs live in `/config/topics/<topic>` (only the ones a topic sets);
-they are checked against the one table of `topic_configs`, the same one
-creation uses. Brokers read a topic's configs when they first host one of its
-partitions: a change reaches a broker's logs when it next opens the partition
-(after a restart). The controller applies `unclean.leader.election.enable`
+they are checked against the one table of `replog.core.topic_configs`, the same
+one creation uses. Brokers watch the configs of the topics they host and apply
+a change at once. The controller applies `unclean.leader.election.enable`
 itself, at once: turning it on gives offline partitions of the topic a leader.
 
 Broker configs are static (properties file, REPLOG_* variables): describing a

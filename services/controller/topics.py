@@ -30,8 +30,8 @@ from replog.controller.context import ControllerContext, partitions_of
 from replog.core.election import initial_state
 from replog.core.errors import ErrorCode
 from replog.core.outcome import SUCCESS, Outcome, Rejection
-from replog.core.topic_plan import NewPartitions, NewTopic, TopicOutcome, plan_new_partitions, plan_topic
 from replog.core.topic_partition import TopicPartition
+from replog.core.topic_plan import NewPartitions, NewTopic, TopicOutcome, plan_new_partitions, plan_topic
 from replog.zk.records import LeaderAndIsr, TopicAssignment
 from replog.zk.store import TopicExistsError, TopicSnapshot, VersionedState, WriteOutcomeUnknown
 

@@ -9,11 +9,11 @@ import uuid
 
 import pytest
 
-from replog.core.topic_plan import NewTopic, TopicDefaults
 from replog.controller.driver import Controller, ControllerSettings
 from replog.core.errors import ErrorCode
 from replog.core.messages import AlterPartitionRequest, IsrMember
 from replog.core.topic_partition import TopicPartition
+from replog.core.topic_plan import NewTopic, TopicDefaults
 from replog.dev.processes import free_port
 from replog.zk.records import LeaderAndIsr
 from replog.zk.store import BrokerRegistration, MetadataStore, StateWrite

@@ -13,10 +13,10 @@ import pytest
 from replog.api.common.v1 import common_pb2
 from replog.api.controller.v1 import controller_pb2, controller_pb2_grpc
 from replog.client import Producer
-from replog.core.topic_plan import NewTopic, TopicDefaults
 from replog.controller.driver import Controller, ControllerSettings
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
+from replog.core.topic_plan import NewTopic, TopicDefaults
 from replog.dev.processes import free_port
 from replog.zk.store import BrokerRegistration, MetadataStore
 from tests.integration.cluster import wait_for
