@@ -23,6 +23,7 @@ from .cluster_image import ClusterImage
 from .errors import ErrorCode
 from .invariant import require
 from .messages import NO_LEADER, PartitionState
+from .outcome import SUCCESS, Outcome
 from .topic_partition import TopicPartition
 
 
@@ -86,10 +87,10 @@ def reconcile_partition(
 
 def elect_on_request(
     partition: TopicPartition, state: PartitionState, image: ClusterImage, *, unclean: bool
-) -> tuple[ErrorCode, PartitionChange | None]:
+) -> tuple[Outcome, PartitionChange | None]:
     """ElectLeaders for one partition: preferred (the first replica, when alive and in sync) or
-    unclean (a partition without a live leader takes any live replica). NONE with the change,
-    or ELECTION_NOT_NEEDED / PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE."""
+    unclean (a partition without a live leader takes any live replica). SUCCESS with the change,
+    or ELECTION_NOT_NEEDED / PREFERRED_LEADER_NOT_AVAILABLE / ELIGIBLE_LEADERS_NOT_AVAILABLE with why."""
     if unclean:
         error, step = election.elect_unclean_leader(state, image.electable)
         decided, was_unclean = step.state, step.unclean
@@ -97,8 +98,18 @@ def elect_on_request(
         error, decided = election.elect_preferred_leader(state, image.electable)
         was_unclean = False
     if error != ErrorCode.NONE:
-        return error, None
-    return error, PartitionChange(partition, state, decided, was_unclean)
+        return Outcome(error, _why_no_election(error, state, image)), None
+    return SUCCESS, PartitionChange(partition, state, decided, was_unclean)
+
+
+def _why_no_election(error: ErrorCode, state: PartitionState, image: ClusterImage) -> str:
+    replicas = list(state.replicas)
+    if error == ErrorCode.ELECTION_NOT_NEEDED:
+        return f"broker {state.leader} leads already"
+    if error == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE:
+        return (f"the preferred leader {replicas[0]} is not a live ISR member "
+                f"(ISR {list(state.isr)}, live brokers {sorted(image.electable)})")
+    return f"no replica of {replicas} is alive"
 
 
 def shut_down_replica(

@@ -26,6 +26,7 @@ import grpc
 
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from replog.api.common.v1 import common_pb2
+from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
 from replog.rpc import broker_convert
 from replog.rpc.server import channel_options
@@ -142,16 +143,16 @@ class BrokerChannel:
             for key, partition in partitions.items():
                 self._stop_replica.setdefault(key, partition)
             return False
-        if response is None or response.error_code not in (common_pb2.ERROR_CODE_NONE,
-                                                           common_pb2.ERROR_CODE_UNSPECIFIED):
+        if response is None or ErrorCode.of(response.error_code) != ErrorCode.NONE:
             if response is not None:
                 self._report(response.error_code, response.error_message, "StopReplica", len(partitions))
             self._finish_stop_waiters(False, partitions.keys())
             return True
         for result in response.partition_results:
-            if result.error_code not in (common_pb2.ERROR_CODE_NONE, common_pb2.ERROR_CODE_UNSPECIFIED):
+            error = ErrorCode.of(result.error_code)
+            if error != ErrorCode.NONE:
                 log.warning("broker %d: StopReplica for %s-%d: %s %s", self.broker_id, result.topic,
-                            result.partition, common_pb2.ErrorCode.Name(result.error_code), result.error_message)
+                            result.partition, error.name, result.error_message)
         self._answered(partitions.keys())
         return True
 
@@ -193,10 +194,10 @@ class BrokerChannel:
             return False
         if response is not None:
             self._report(response.error_code, response.error_message, "LeaderAndIsr", len(states))
-            failed = [r for r in response.partition_results if r.error_code != common_pb2.ERROR_CODE_NONE]
+            failed = [r for r in response.partition_results if ErrorCode.of(r.error_code) != ErrorCode.NONE]
             for result in failed[:10]:
                 log.warning("broker %d: LeaderAndIsr for %s-%d failed: %s %s", self.broker_id, result.topic,
-                            result.partition, common_pb2.ErrorCode.Name(result.error_code), result.error_message)
+                            result.partition, ErrorCode.of(result.error_code).name, result.error_message)
         return True
 
     async def _send_update_metadata(self) -> bool:
@@ -236,9 +237,9 @@ class BrokerChannel:
         return None
 
     def _report(self, error_code: int, message: str, rpc: str, partitions: int) -> None:
-        if error_code in (common_pb2.ERROR_CODE_NONE, common_pb2.ERROR_CODE_UNSPECIFIED):
+        error = ErrorCode.of(error_code)
+        if error == ErrorCode.NONE:
             log.debug("broker %d: %s with %d partitions applied", self.broker_id, rpc, partitions)
             return
         log.warning("broker %d refused %s (controller epoch %d, broker epoch %d): %s %s", self.broker_id, rpc,
-                    self._header.controller_epoch, self.registration.broker_epoch,
-                    common_pb2.ErrorCode.Name(error_code), message)
+                    self._header.controller_epoch, self.registration.broker_epoch, error.name, message)

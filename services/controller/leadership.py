@@ -28,9 +28,7 @@ from typing import TYPE_CHECKING
 from replog.controller.context import ControllerContext
 from replog.controller.events import ControllerBusy
 from replog.core import election
-from replog.core.cluster_image import ClusterImage
 from replog.core.errors import ErrorCode
-from replog.core.messages import PartitionState
 from replog.core.outcome import Outcome, Rejection
 from replog.core.partition_change import PartitionChange, elect_on_request, shut_down_replica
 from replog.core.topic_partition import TopicPartition
@@ -78,10 +76,9 @@ class Leadership:
         image = context.image()
 
         def decide(partition: TopicPartition) -> PartitionChange | None:
-            state = context.partition_state(partition)
-            error, change = elect_on_request(partition, state, image, unclean=unclean)
+            outcome, change = elect_on_request(partition, context.partition_state(partition), image, unclean=unclean)
             if change is None:
-                outcomes[partition] = Outcome(error, _why_not(error, state, image))
+                outcomes[partition] = outcome
             return change
 
         for partition in targets:
@@ -169,12 +166,3 @@ class Leadership:
                  len(applied), len(remaining), f" ({', '.join(map(str, remaining[:10]))})" if remaining else "")
         return None, remaining
 
-
-def _why_not(error: ErrorCode, state: PartitionState, image: ClusterImage) -> str:
-    replicas = list(state.replicas)
-    if error == ErrorCode.ELECTION_NOT_NEEDED:
-        return f"broker {state.leader} leads already"
-    if error == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE:
-        return (f"the preferred leader {replicas[0]} is not a live ISR member "
-                f"(ISR {list(state.isr)}, live brokers {sorted(image.electable)})")
-    return f"no replica of {replicas} is alive"

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from replog.core.cluster_image import ClusterImage
 from replog.core.errors import ErrorCode
 from replog.core.messages import NO_LEADER, PartitionState
+from replog.core.outcome import SUCCESS, Outcome
 from replog.core.partition_change import change_replicas, elect_on_request, reconcile_partition, shut_down_replica
 from replog.core.topic_partition import TopicPartition
 
@@ -97,16 +98,21 @@ def test_reconciliation_invariants(isr, live, unclean):
 
 
 def test_a_preferred_election_moves_leadership_back_and_says_why_when_it_cannot():
-    error, change = elect_on_request(TP, state(2, (1, 2, 3)), image({1, 2, 3}), unclean=False)
-    assert error == ErrorCode.NONE and change.after == state(1, (1, 2, 3), 5, 8)
-    assert elect_on_request(TP, state(2, (1, 2, 3)), image({1, 2, 3}, shutting_down={1}), unclean=False) == \
-        (ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, None)
-    assert elect_on_request(TP, state(1, (1, 2)), image({1, 2}), unclean=False) == (ErrorCode.ELECTION_NOT_NEEDED, None)
+    outcome, change = elect_on_request(TP, state(2, (1, 2, 3)), image({1, 2, 3}), unclean=False)
+    assert outcome == SUCCESS and change.after == state(1, (1, 2, 3), 5, 8)
+    outcome, change = elect_on_request(TP, state(2, (1, 2, 3)), image({1, 2, 3}, shutting_down={1}), unclean=False)
+    assert outcome == Outcome(ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                              "the preferred leader 1 is not a live ISR member (ISR [1, 2, 3], live brokers [2, 3])")
+    assert change is None
+    assert elect_on_request(TP, state(1, (1, 2)), image({1, 2}), unclean=False) == \
+        (Outcome(ErrorCode.ELECTION_NOT_NEEDED, "broker 1 leads already"), None)
 
 
 def test_an_unclean_election_on_request_takes_a_live_replica_of_an_offline_partition():
-    error, change = elect_on_request(TP, state(NO_LEADER, (1,)), image({3}), unclean=True)
-    assert error == ErrorCode.NONE and change.unclean and change.after.leader == 3
+    outcome, change = elect_on_request(TP, state(NO_LEADER, (1,)), image({3}), unclean=True)
+    assert outcome == SUCCESS and change.unclean and change.after.leader == 3
+    outcome, _ = elect_on_request(TP, state(NO_LEADER, (1,)), image(set()), unclean=True)
+    assert outcome == Outcome(ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, "no replica of [1, 2, 3] is alive")
 
 
 def test_a_controlled_shutdown_hands_leadership_to_a_member_not_shutting_down():
