@@ -13,9 +13,13 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from .errors import ErrorCode
-from .messages import NO_LEADER, AlterPartitionRequest, PartitionState
+from .messages import NO_LEADER, AlterPartitionRequest, IsrMember, PartitionState
 
 Key = TypeVar("Key", bound=Hashable)
+
+# The broker epoch of an ISR member the leader has none to give for (itself, or a
+# follower it has not heard from since it took over).
+NO_BROKER_EPOCH = -1
 
 
 def initial_state(replicas: tuple[int, ...]) -> PartitionState:
@@ -186,9 +190,15 @@ def move_to_replicas(
 
 
 def alter_partition(
-    state: PartitionState, request: AlterPartitionRequest, live_broker_epochs: Mapping[int, int]
+    state: PartitionState,
+    request: AlterPartitionRequest,
+    live_broker_epochs: Mapping[int, int],
+    shutting_down: Collection[int] = (),
 ) -> tuple[ErrorCode, PartitionState]:
-    """Validate a leader's ISR proposal; answer with the error and the (new) registration."""
+    """Validate a leader's ISR proposal; answer with the error and the (new) registration.
+
+    `live_broker_epochs` holds every live broker's current broker epoch;
+    `shutting_down` the brokers in controlled shutdown, which may not join."""
     if request.leader_epoch < state.leader_epoch:
         return ErrorCode.FENCED_LEADER_EPOCH, state
     if request.leader_epoch > state.leader_epoch:
@@ -208,13 +218,44 @@ def alter_partition(
         or not set(new_isr) <= set(state.replicas)
     ):
         return ErrorCode.INVALID_REQUEST, state
-    for member in request.new_isr:
-        if member.broker_id in state.isr:
-            continue
-        # KIP-903: a replica joins only as the incarnation the leader saw fetching.
-        live_epoch = live_broker_epochs.get(member.broker_id)
-        if live_epoch is None or live_epoch != member.broker_epoch:
-            return ErrorCode.INELIGIBLE_REPLICA, state
+    if ineligible_isr_members(state, request, live_broker_epochs, shutting_down):
+        return ErrorCode.INELIGIBLE_REPLICA, state
     if new_isr == state.isr:
         return ErrorCode.NONE, state
     return ErrorCode.NONE, replace(state, isr=new_isr, partition_epoch=state.partition_epoch + 1)
+
+
+def ineligible_isr_members(
+    state: PartitionState,
+    request: AlterPartitionRequest,
+    live_broker_epochs: Mapping[int, int],
+    shutting_down: Collection[int] = (),
+) -> list[str]:
+    """Why members of a proposed ISR may not be in it, one sentence each (KIP-903).
+
+    A member joining must be live, not in controlled shutdown, and proposed with
+    the broker epoch of its current registration: the leader saw that
+    incarnation fetching. An older epoch means the fetch that made it eligible
+    came from before a restart that may have lost its unflushed records.
+    A member already in the ISR is checked only when the leader names its
+    epoch (not NO_BROKER_EPOCH, which the leader gives for itself).
+    """
+    reasons = (_why_ineligible(member, member.broker_id in state.isr, live_broker_epochs, shutting_down)
+               for member in request.new_isr)
+    return [reason for reason in reasons if reason is not None]
+
+
+def _why_ineligible(
+    member: IsrMember, in_isr: bool, live_broker_epochs: Mapping[int, int], shutting_down: Collection[int]
+) -> str | None:
+    if in_isr and member.broker_epoch == NO_BROKER_EPOCH:
+        return None
+    live_epoch = live_broker_epochs.get(member.broker_id)
+    if live_epoch is None:
+        return f"broker {member.broker_id} is not alive"
+    if not in_isr and member.broker_id in shutting_down:
+        return f"broker {member.broker_id} is in controlled shutdown"
+    if member.broker_epoch != live_epoch:
+        return (f"broker {member.broker_id} was proposed with broker epoch {member.broker_epoch}, but its "
+                f"current registration has broker epoch {live_epoch}")
+    return None

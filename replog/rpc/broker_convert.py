@@ -2,14 +2,18 @@
 
 Decoding reads what a request asks into the core's values (a fetch position,
 a partition state); encoding fills an answer's message in place, so that a
-stream's message is filled without copying record bytes.
+stream's message is filled without copying record bytes. The last region builds
+the requests the active controller sends brokers (LeaderAndIsr, UpdateMetadata,
+StopReplica, and the endpoints they carry) from the controller's records.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple, Protocol
 
 from replog.api.broker.v1 import broker_pb2
+from replog.api.common.v1 import common_pb2
 from replog.core.epoch_cache import EpochEndOffset
 from replog.core.errors import ErrorCode
 from replog.core.fetch_session import PartitionFetch, SessionRequest
@@ -18,6 +22,7 @@ from replog.core.records import BatchInfo
 from replog.core.topic_partition import TopicPartition
 from replog.protocol.batch import read_header
 from replog.protocol.layout import HEADER_SIZE
+from replog.zk.records import LeaderAndIsr
 
 # -- a produce's answer ----------------------------------------------------------------------
 
@@ -160,3 +165,86 @@ def fill_epoch_end_offset(result: broker_pb2.OffsetForLeaderPartitionResult, err
 def partition_state_of(state: broker_pb2.LeaderAndIsrPartitionState) -> PartitionState:
     return PartitionState(leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
                           partition_epoch=state.partition_epoch, replicas=tuple(state.replicas))
+
+
+# -- controller -> broker requests, as the controller builds them -----------------------------------
+
+# StopReplica's leader epoch for a topic being deleted: the broker stops whatever epoch it has.
+DELETION_LEADER_EPOCH = -2
+
+
+class Registration(Protocol):
+    """Where a live broker listens, as its registration says."""
+
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+class ControllerHeader(NamedTuple):
+    """What every controller request carries: who sends it, fenced by the controller epoch, for which
+    incarnation of the broker (its broker epoch)."""
+
+    controller_id: int
+    controller_epoch: int
+    broker_epoch: int
+
+
+def broker_endpoint(registration: Registration) -> common_pb2.BrokerEndpoint:
+    return common_pb2.BrokerEndpoint(broker_id=registration.broker_id, host=registration.host,
+                                     port=registration.port, rack=registration.rack or "")
+
+
+def leader_and_isr_state(
+    partition: TopicPartition, topic_id: str, state: LeaderAndIsr, replicas: Sequence[int], *, is_new: bool,
+    adding: Sequence[int] = (), removing: Sequence[int] = (),
+) -> broker_pb2.LeaderAndIsrPartitionState:
+    return broker_pb2.LeaderAndIsrPartitionState(
+        topic=partition.topic, topic_id=topic_id, partition=partition.partition,
+        controller_epoch=state.controller_epoch, leader=state.leader, leader_epoch=state.leader_epoch,
+        isr=state.isr, partition_epoch=state.partition_epoch, replicas=replicas, is_new=is_new,
+        adding_replicas=adding, removing_replicas=removing,
+    )
+
+
+def update_metadata_state(
+    partition: TopicPartition, topic_id: str, state: LeaderAndIsr, replicas: Sequence[int],
+    live: Iterable[int],
+) -> broker_pb2.UpdateMetadataPartitionState:
+    alive = set(live)
+    return broker_pb2.UpdateMetadataPartitionState(
+        topic=partition.topic, topic_id=topic_id, partition=partition.partition,
+        controller_epoch=state.controller_epoch, leader=state.leader, leader_epoch=state.leader_epoch,
+        isr=state.isr, partition_epoch=state.partition_epoch, replicas=replicas,
+        offline_replicas=[b for b in replicas if b not in alive],
+    )
+
+
+def stop_replica_partition(
+    partition: TopicPartition, *, delete: bool, leader_epoch: int = DELETION_LEADER_EPOCH
+) -> broker_pb2.StopReplicaPartition:
+    return broker_pb2.StopReplicaPartition(topic=partition.topic, partition=partition.partition,
+                                           leader_epoch=leader_epoch, delete_partition=delete)
+
+
+def leader_and_isr_request(
+    header: ControllerHeader, states: Iterable[broker_pb2.LeaderAndIsrPartitionState],
+    live_leaders: Iterable[common_pb2.BrokerEndpoint],
+) -> broker_pb2.LeaderAndIsrRequest:
+    return broker_pb2.LeaderAndIsrRequest(**header._asdict(), partition_states=list(states),
+                                          live_leaders=list(live_leaders))
+
+
+def update_metadata_request(
+    header: ControllerHeader, states: Iterable[broker_pb2.UpdateMetadataPartitionState],
+    live_brokers: Iterable[common_pb2.BrokerEndpoint],
+) -> broker_pb2.UpdateMetadataRequest:
+    return broker_pb2.UpdateMetadataRequest(**header._asdict(), partition_states=list(states),
+                                            live_brokers=list(live_brokers))
+
+
+def stop_replica_request(
+    header: ControllerHeader, partitions: Iterable[broker_pb2.StopReplicaPartition]
+) -> broker_pb2.StopReplicaRequest:
+    return broker_pb2.StopReplicaRequest(**header._asdict(), partitions=list(partitions))

@@ -1,7 +1,8 @@
 """The JSON values of the topic znodes (DESIGN §7), as plain immutable data.
 
-This module is pure (stdlib only) so that the controller's decision functions
-can use these types without touching ZooKeeper. The shapes follow Kafka's
+This module is pure (stdlib and replog.core only): the conversions between a
+partition state znode and the core's `PartitionState` live here, next to the
+record. The shapes follow Kafka's
 ZooKeeper-era znodes, with the partition epoch added to the state:
 
     /brokers/topics/<topic>                       TopicAssignment
@@ -20,9 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from replog.core.messages import PartitionState
 from replog.core.topic_partition import TopicPartition
 
 NO_LEADER = -1
@@ -89,6 +91,18 @@ class LeaderAndIsr:
     @property
     def has_leader(self) -> bool:
         return self.leader != NO_LEADER
+
+    def to_core(self, replicas: Sequence[int]) -> PartitionState:
+        """The state as the core's rules take it, with the replicas the topic znode lists."""
+        return PartitionState(leader=self.leader, leader_epoch=self.leader_epoch, isr=tuple(self.isr),
+                              partition_epoch=self.partition_epoch, replicas=tuple(replicas))
+
+    @classmethod
+    def from_core(cls, state: PartitionState, controller_epoch: int) -> LeaderAndIsr:
+        """The record of a state the controller of `controller_epoch` decided (its replicas go to the
+        topic znode)."""
+        return cls(leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
+                   controller_epoch=controller_epoch, partition_epoch=state.partition_epoch)
 
     def to_json(self) -> bytes:
         return _dump({"version": PARTITION_STATE_VERSION, **_state_fields(self)})

@@ -15,7 +15,9 @@ import grpc
 
 from replog.api.controller.v1 import controller_pb2, controller_pb2_grpc
 from replog.core.errors import ErrorCode
-from replog.core.messages import AlterPartitionRequest, AlterPartitionResponse, PartitionState
+from replog.core.messages import AlterPartitionRequest, AlterPartitionResponse
+from replog.core.topic_partition import TopicPartition
+from replog.rpc import controller_convert
 from replog.rpc.server import channel_options
 from replog.zk.store import ControllerInfo
 
@@ -23,6 +25,8 @@ log = logging.getLogger("replog.broker")
 
 ALTER_PARTITION_TIMEOUT_S = 10.0
 RETRY_BACKOFF_S = 0.5
+# What a controlled shutdown reports as still led when the controller never answered.
+UNKNOWN_REMAINING = TopicPartition("?", -1)
 
 # A proposal's identity: (topic, partition, proposal id the core gave it).
 ProposalKey = tuple[str, int, int]
@@ -57,20 +61,21 @@ class ControllerChannel:
         self._controller = controller
         self._wakeup.set()
 
-    async def controlled_shutdown(self, attempts: int, backoff_s: float) -> list[tuple[str, int]]:
+    async def controlled_shutdown(self, attempts: int, backoff_s: float) -> list[TopicPartition]:
         """Ask the controller to move this broker's leaderships away; returns what it still leads.
 
         Kafka's controlled shutdown: with the leaderships moved first, stopping
         the broker makes no partition unavailable, so a rolling restart is
         invisible to producers and consumers.
         """
-        remaining: list[tuple[str, int]] = [("?", -1)]
+        remaining = [UNKNOWN_REMAINING]
         for attempt in range(1, attempts + 1):
-            if self._controller is None:
+            controller = self._controller
+            if controller is None:
                 log.warning("controlled shutdown: no active controller known (attempt %d of %d)", attempt, attempts)
             else:
                 try:
-                    remaining = await self._ask_to_shut_down()
+                    remaining = await self._ask_to_shut_down(controller)
                 except grpc.aio.AioRpcError as error:
                     log.warning("controlled shutdown attempt %d of %d failed: %s", attempt, attempts,
                                 error.code().name)
@@ -83,23 +88,22 @@ class ControllerChannel:
                 await asyncio.sleep(backoff_s)
         return remaining
 
-    async def _ask_to_shut_down(self) -> list[tuple[str, int]]:
-        stub = controller_pb2_grpc.ControllerServiceStub(self._ensure_channel())
+    async def _ask_to_shut_down(self, controller: ControllerInfo) -> list[TopicPartition]:
+        stub = controller_pb2_grpc.ControllerServiceStub(self._channel_to(controller))
         response = await stub.ControlledShutdown(
-            controller_pb2.ControlledShutdownRequest(broker_id=self._broker_id, broker_epoch=self.broker_epoch),
+            controller_convert.controlled_shutdown_request(self._broker_id, self.broker_epoch),
             timeout=ALTER_PARTITION_TIMEOUT_S,
         )
         error = ErrorCode.of(response.error_code)
         if error != ErrorCode.NONE:
             log.warning("controlled shutdown refused: %s %s", error.name, response.error_message)
-            return [("?", -1)]
-        return [(p.topic, p.partition) for p in response.remaining_partitions]
+            return [UNKNOWN_REMAINING]
+        return controller_convert.remaining_partitions(response)
 
-    def _ensure_channel(self) -> grpc.aio.Channel:
-        assert self._controller is not None
+    def _channel_to(self, controller: ControllerInfo) -> grpc.aio.Channel:
+        """The channel to the active controller (the one /controller named last)."""
         if self._channel is None:
-            address = f"{self._controller.host}:{self._controller.port}"
-            self._channel = grpc.aio.insecure_channel(address, options=self._options)
+            self._channel = grpc.aio.insecure_channel(f"{controller.host}:{controller.port}", options=self._options)
         return self._channel
 
     def propose(self, topic: str, partition: int, proposal_id: int, request: AlterPartitionRequest) -> None:
@@ -111,14 +115,15 @@ class ControllerChannel:
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
-            if not self._pending or self._controller is None:
+            controller = self._controller
+            if not self._pending or controller is None:
                 continue
             batch, self._pending = self._pending, {}
             try:
-                response = await self._send(batch)
+                response = await self._send(controller, batch)
             except grpc.aio.AioRpcError as error:
                 log.warning("AlterPartition to controller %d failed (%s); retrying",
-                            self._controller.controller_id, error.code().name)
+                            controller.controller_id, error.code().name)
                 self._requeue(batch)
                 await asyncio.sleep(RETRY_BACKOFF_S)
                 continue
@@ -129,13 +134,13 @@ class ControllerChannel:
             self._pending.setdefault(key, value)
         self._wakeup.set()
 
-    async def _send(self, batch: dict[tuple[str, int], tuple[int, AlterPartitionRequest]]) -> controller_pb2.AlterPartitionResponse:
-        channel = self._ensure_channel()
-        request = controller_pb2.AlterPartitionRequest(broker_id=self._broker_id, broker_epoch=self.broker_epoch)
-        for (topic, partition), (_, proposal) in batch.items():
-            request.partitions.add(topic=topic, partition=partition, leader_epoch=proposal.leader_epoch,
-                                   new_isr=list(proposal.isr), partition_epoch=proposal.partition_epoch)
-        stub = controller_pb2_grpc.ControllerServiceStub(channel)
+    async def _send(
+        self, controller: ControllerInfo, batch: dict[tuple[str, int], tuple[int, AlterPartitionRequest]]
+    ) -> controller_pb2.AlterPartitionResponse:
+        request = controller_convert.alter_partition_request(
+            self._broker_id, self.broker_epoch,
+            ((TopicPartition(topic, partition), proposal) for (topic, partition), (_, proposal) in batch.items()))
+        stub = controller_pb2_grpc.ControllerServiceStub(self._channel_to(controller))
         return await stub.AlterPartition(request, timeout=ALTER_PARTITION_TIMEOUT_S)
 
     def _deliver(self, batch: dict[tuple[str, int], tuple[int, AlterPartitionRequest]],
@@ -151,16 +156,5 @@ class ControllerChannel:
             if whole != ErrorCode.NONE or result is None:
                 answer = AlterPartitionResponse(whole if whole != ErrorCode.NONE else ErrorCode.UNKNOWN_SERVER_ERROR)
             else:
-                answer = _answer(result)
+                answer = controller_convert.alter_partition_response(result)
             self._on_answer((key[0], key[1], proposal_id), answer)
-
-
-def _answer(result: controller_pb2.AlterPartitionResult) -> AlterPartitionResponse:
-    error = ErrorCode.of(result.error_code)
-    if error != ErrorCode.NONE:
-        return AlterPartitionResponse(error)
-    return AlterPartitionResponse(
-        ErrorCode.NONE,
-        PartitionState(leader=result.leader, leader_epoch=result.leader_epoch, isr=tuple(result.isr),
-                       partition_epoch=result.partition_epoch, replicas=()),
-    )

@@ -1,5 +1,7 @@
 """Requests from the active controller to the brokers: StopReplica, LeaderAndIsr and UpdateMetadata.
 
+The requests are built by `replog.rpc.broker_convert`; this module delivers them.
+
 One `BrokerChannel` per live broker registration (a broker id at one broker
 epoch), in the manner of Kafka's RequestSendThread: requests to one broker go
 out in order, one at a time, each with a deadline, so a dead or paused broker
@@ -17,57 +19,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import grpc
 
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from replog.api.common.v1 import common_pb2
+from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
+from replog.rpc import broker_convert
 from replog.rpc.server import channel_options
-from replog.zk.records import LeaderAndIsr
 from replog.zk.store import BrokerRegistration
 
 log = logging.getLogger("replog.controller")
 
 RETRY_BACKOFF_S_MIN = 0.1
 RETRY_BACKOFF_S_MAX = 5.0
-# StopReplica's leader epoch for a topic being deleted: the broker stops whatever epoch it has.
-DELETION_LEADER_EPOCH = -2
 # Transport failures worth another attempt; anything else is logged and dropped.
 RETRIABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
              grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.CANCELLED)
-
-
-def endpoint(registration: BrokerRegistration) -> common_pb2.BrokerEndpoint:
-    return common_pb2.BrokerEndpoint(broker_id=registration.broker_id, host=registration.host,
-                                     port=registration.port, rack=registration.rack or "")
-
-
-def leader_and_isr_state(
-    partition: TopicPartition, topic_id: str, state: LeaderAndIsr, replicas: Sequence[int], *, is_new: bool,
-    adding: Sequence[int] = (), removing: Sequence[int] = (),
-) -> broker_pb2.LeaderAndIsrPartitionState:
-    return broker_pb2.LeaderAndIsrPartitionState(
-        topic=partition.topic, topic_id=topic_id, partition=partition.partition,
-        controller_epoch=state.controller_epoch, leader=state.leader, leader_epoch=state.leader_epoch,
-        isr=state.isr, partition_epoch=state.partition_epoch, replicas=replicas, is_new=is_new,
-        adding_replicas=adding, removing_replicas=removing,
-    )
-
-
-def update_metadata_state(
-    partition: TopicPartition, topic_id: str, state: LeaderAndIsr, replicas: Sequence[int],
-    live: Iterable[int],
-) -> broker_pb2.UpdateMetadataPartitionState:
-    alive = set(live)
-    return broker_pb2.UpdateMetadataPartitionState(
-        topic=partition.topic, topic_id=topic_id, partition=partition.partition,
-        controller_epoch=state.controller_epoch, leader=state.leader, leader_epoch=state.leader_epoch,
-        isr=state.isr, partition_epoch=state.partition_epoch, replicas=replicas,
-        offline_replicas=[b for b in replicas if b not in alive],
-    )
 
 
 class BrokerChannel:
@@ -83,8 +54,7 @@ class BrokerChannel:
         message_bytes_max: int,
     ) -> None:
         self.registration = registration
-        self._controller_id = controller_id
-        self._controller_epoch = controller_epoch
+        self._header = broker_convert.ControllerHeader(controller_id, controller_epoch, registration.broker_epoch)
         self._timeout_s = timeout_s
         self._channel = grpc.aio.insecure_channel(
             f"{registration.host}:{registration.port}", options=channel_options(message_bytes_max))
@@ -114,7 +84,7 @@ class BrokerChannel:
         self._wake.set()
 
     def queue_stop_replica(
-        self, partitions: Iterable[TopicPartition], *, delete: bool, leader_epoch: int = DELETION_LEADER_EPOCH
+        self, partitions: Iterable[TopicPartition], *, delete: bool
     ) -> asyncio.Future[bool]:
         """Stop (and with delete, remove the logs of) these replicas. The future is True once the
         broker answered for every one of them, False if it refused the request or this channel
@@ -122,9 +92,7 @@ class BrokerChannel:
         waiting: set[TopicPartition] = set()
         for partition in partitions:
             self._leader_and_isr.pop(partition, None)
-            self._stop_replica[partition] = broker_pb2.StopReplicaPartition(
-                topic=partition.topic, partition=partition.partition, leader_epoch=leader_epoch,
-                delete_partition=delete)
+            self._stop_replica[partition] = broker_convert.stop_replica_partition(partition, delete=delete)
             waiting.add(partition)
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         if not waiting:
@@ -169,24 +137,22 @@ class BrokerChannel:
         if not self._stop_replica:
             return True
         partitions, self._stop_replica = self._stop_replica, {}
-        request = broker_pb2.StopReplicaRequest(
-            controller_id=self._controller_id, controller_epoch=self._controller_epoch,
-            broker_epoch=self.registration.broker_epoch, partitions=list(partitions.values()))
+        request = broker_convert.stop_replica_request(self._header, partitions.values())
         response = await self._call("StopReplica", self._stub.StopReplica, request)
         if response is False:
             for key, partition in partitions.items():
                 self._stop_replica.setdefault(key, partition)
             return False
-        if response is None or response.error_code not in (common_pb2.ERROR_CODE_NONE,
-                                                           common_pb2.ERROR_CODE_UNSPECIFIED):
+        if response is None or ErrorCode.of(response.error_code) != ErrorCode.NONE:
             if response is not None:
                 self._report(response.error_code, response.error_message, "StopReplica", len(partitions))
             self._finish_stop_waiters(False, partitions.keys())
             return True
         for result in response.partition_results:
-            if result.error_code not in (common_pb2.ERROR_CODE_NONE, common_pb2.ERROR_CODE_UNSPECIFIED):
+            error = ErrorCode.of(result.error_code)
+            if error != ErrorCode.NONE:
                 log.warning("broker %d: StopReplica for %s-%d: %s %s", self.broker_id, result.topic,
-                            result.partition, common_pb2.ErrorCode.Name(result.error_code), result.error_message)
+                            result.partition, error.name, result.error_message)
         self._answered(partitions.keys())
         return True
 
@@ -219,11 +185,8 @@ class BrokerChannel:
             return True
         states, self._leader_and_isr = self._leader_and_isr, {}
         leaders = [self._live_leaders[s.leader] for s in states.values() if s.leader in self._live_leaders]
-        request = broker_pb2.LeaderAndIsrRequest(
-            controller_id=self._controller_id, controller_epoch=self._controller_epoch,
-            broker_epoch=self.registration.broker_epoch, partition_states=list(states.values()),
-            live_leaders=list({leader.broker_id: leader for leader in leaders}.values()),
-        )
+        request = broker_convert.leader_and_isr_request(
+            self._header, states.values(), {leader.broker_id: leader for leader in leaders}.values())
         response = await self._call("LeaderAndIsr", self._stub.LeaderAndIsr, request)
         if response is False:
             for key, state in states.items():
@@ -231,10 +194,10 @@ class BrokerChannel:
             return False
         if response is not None:
             self._report(response.error_code, response.error_message, "LeaderAndIsr", len(states))
-            failed = [r for r in response.partition_results if r.error_code != common_pb2.ERROR_CODE_NONE]
+            failed = [r for r in response.partition_results if ErrorCode.of(r.error_code) != ErrorCode.NONE]
             for result in failed[:10]:
                 log.warning("broker %d: LeaderAndIsr for %s-%d failed: %s %s", self.broker_id, result.topic,
-                            result.partition, common_pb2.ErrorCode.Name(result.error_code), result.error_message)
+                            result.partition, ErrorCode.of(result.error_code).name, result.error_message)
         return True
 
     async def _send_update_metadata(self) -> bool:
@@ -242,11 +205,7 @@ class BrokerChannel:
             return True
         states, self._update_metadata = self._update_metadata, {}
         live_brokers, self._live_brokers = self._live_brokers, None
-        request = broker_pb2.UpdateMetadataRequest(
-            controller_id=self._controller_id, controller_epoch=self._controller_epoch,
-            broker_epoch=self.registration.broker_epoch, partition_states=list(states.values()),
-            live_brokers=live_brokers,
-        )
+        request = broker_convert.update_metadata_request(self._header, states.values(), live_brokers)
         response = await self._call("UpdateMetadata", self._stub.UpdateMetadata, request)
         if response is False:
             for key, state in states.items():
@@ -278,9 +237,9 @@ class BrokerChannel:
         return None
 
     def _report(self, error_code: int, message: str, rpc: str, partitions: int) -> None:
-        if error_code in (common_pb2.ERROR_CODE_NONE, common_pb2.ERROR_CODE_UNSPECIFIED):
+        error = ErrorCode.of(error_code)
+        if error == ErrorCode.NONE:
             log.debug("broker %d: %s with %d partitions applied", self.broker_id, rpc, partitions)
             return
         log.warning("broker %d refused %s (controller epoch %d, broker epoch %d): %s %s", self.broker_id, rpc,
-                    self._controller_epoch, self.registration.broker_epoch,
-                    common_pb2.ErrorCode.Name(error_code), message)
+                    self._header.controller_epoch, self.registration.broker_epoch, error.name, message)

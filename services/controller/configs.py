@@ -1,10 +1,9 @@
 """DescribeConfigs and AlterConfigs at the active controller.
 
 Topic configs live in `/config/topics/<topic>` (only the ones a topic sets);
-they are checked against the one table of `topic_configs`, the same one
-creation uses. Brokers read a topic's configs when they first host one of its
-partitions: a change reaches a broker's logs when it next opens the partition
-(after a restart). The controller applies `unclean.leader.election.enable`
+they are checked against the one table of `replog.core.topic_configs`, the same
+one creation uses. Brokers watch the configs of the topics they host and apply
+a change at once. The controller applies `unclean.leader.election.enable`
 itself, at once: turning it on gives offline partitions of the topic a leader.
 
 Broker configs are static (properties file, REPLOG_* variables): describing a
@@ -13,59 +12,26 @@ broker shows what its registration in ZooKeeper records, read-only.
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext
-from replog.controller.decisions import SUCCESS, Outcome
-from replog.controller.topic_configs import (
+from replog.core.config_resources import ConfigEntry, ConfigSource, DescribedConfigs, Resource, ResourceType
+from replog.core.errors import ErrorCode
+from replog.core.outcome import SUCCESS, Outcome
+from replog.core.topic_configs import (
     ConfigChange,
     InvalidConfig,
     apply_config_changes,
     described,
     unclean_leader_election_enabled,
 )
-from replog.core.errors import ErrorCode
 
 if TYPE_CHECKING:
     from replog.controller.driver import Controller
 
 log = logging.getLogger("replog.controller")
-
-
-class ResourceType(enum.Enum):
-    TOPIC = "topic"
-    BROKER = "broker"
-
-
-class ConfigSource(enum.Enum):
-    DYNAMIC_TOPIC_CONFIG = "dynamic topic config"  # set for the topic
-    STATIC_BROKER_CONFIG = "static broker config"  # from the broker's own settings
-    DEFAULT_CONFIG = "default"
-
-
-@dataclasses.dataclass(frozen=True)
-class Resource:
-    type: ResourceType | None  # None: the request did not say
-    name: str
-
-
-@dataclasses.dataclass(frozen=True)
-class ConfigEntry:
-    name: str
-    value: str | None
-    source: ConfigSource
-    read_only: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class DescribedConfigs:
-    resource: Resource
-    outcome: Outcome
-    entries: tuple[ConfigEntry, ...] = ()
 
 
 class ConfigAdmin:
@@ -143,7 +109,7 @@ class ConfigAdmin:
         log.info("topic %r configs %s -> %s", topic, before, after)
         if unclean_leader_election_enabled(after) and not unclean_leader_election_enabled(before):
             # Offline partitions of the topic may now take an out-of-sync replica as leader.
-            await self._controller.reconcile_topic(context, topic)
+            await self._controller.broker_changes.reconcile_topic(context, topic)
         return SUCCESS
 
 

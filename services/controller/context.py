@@ -2,6 +2,8 @@
 
 Only the controller writes topic state, so after the initial load this view
 changes only through the driver, right after each successful ZooKeeper write.
+The core's rules see it through `image()` (the live brokers) and
+`partition_state()` (one partition's state with its replicas).
 
 A topic marked for deletion leaves `assignments`, `configs` and `states` and
 waits in `deleting` until its replicas are gone: nothing elects leaders for it,
@@ -13,10 +15,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from replog.controller.topic_configs import unclean_leader_election_enabled
+from replog.core.cluster_image import ClusterImage
+from replog.core.errors import ErrorCode
+from replog.core.messages import PartitionState
+from replog.core.outcome import Rejection
+from replog.core.partition_change import PartitionChange
+from replog.core.topic_configs import unclean_leader_election_enabled
 from replog.core.topic_partition import TopicPartition
-from replog.zk.records import TopicAssignment
-from replog.zk.store import BrokerRegistration, ControllerLease, TopicSnapshot, VersionedState
+from replog.zk.records import LeaderAndIsr, TopicAssignment
+from replog.zk.store import BrokerRegistration, ControllerLease, StateWrite, TopicSnapshot, VersionedState
 
 
 @dataclasses.dataclass
@@ -64,6 +71,19 @@ class ControllerContext:
     def replicas(self, partition: TopicPartition) -> tuple[int, ...]:
         return self.assignments[partition.topic].replicas(partition.partition)
 
+    def partition_state(self, partition: TopicPartition) -> PartitionState:
+        """The partition's state as the core's rules take it."""
+        return self.states[partition].state.to_core(self.replicas(partition))
+
+    def state_write(self, change: PartitionChange) -> StateWrite:
+        """The write of a change's new state, on condition that its znode is still the version this view read."""
+        return StateWrite(change.partition, LeaderAndIsr.from_core(change.after, self.controller_epoch),
+                          self.states[change.partition].zk_version)
+
+    def written(self, write: StateWrite, zk_version: int) -> None:
+        """A state write went through: the view takes it."""
+        self.states[write.partition] = VersionedState(write.state, zk_version)
+
     def adding(self, partition: TopicPartition) -> tuple[int, ...]:
         return self.assignments[partition.topic].adding_replicas.get(partition.partition, ())
 
@@ -87,15 +107,21 @@ class ControllerContext:
     def offline_count(self) -> int:
         return sum(1 for v in self.states.values() if not v.state.has_leader or v.state.leader not in self.brokers)
 
-    def racks(self) -> dict[int, str | None]:
-        return {b: r.rack for b, r in self.brokers.items()}
+    def stale_broker_epoch(self, broker_id: int, broker_epoch: int) -> Rejection | None:
+        """STALE_BROKER_EPOCH when a broker's request names an epoch older than its registration,
+        or the broker is not live: the request comes from an earlier incarnation."""
+        registration = self.brokers.get(broker_id)
+        if registration is not None and broker_epoch >= registration.broker_epoch:
+            return None
+        known = registration.broker_epoch if registration else "none: not registered"
+        return Rejection(ErrorCode.STALE_BROKER_EPOCH,
+                         f"broker {broker_id}'s epoch {broker_epoch} is not its current one ({known})")
 
-    def electable(self) -> set[int]:
-        """Live brokers that may lead or join an ISR: not in controlled shutdown."""
-        return self.brokers.keys() - self.shutting_down.keys()
-
-    def electable_epochs(self) -> dict[int, int]:
-        return {b: r.broker_epoch for b, r in self.brokers.items() if b not in self.shutting_down}
+    def image(self) -> ClusterImage:
+        """The live brokers, their epochs and racks, and those shutting down: what the core's rules decide over."""
+        return ClusterImage(broker_epochs={b: r.broker_epoch for b, r in self.brokers.items()},
+                            racks={b: r.rack for b, r in self.brokers.items() if r.rack},
+                            shutting_down=self.shutting_down.keys())
 
 
 def partitions_of(topic: str, assignment: TopicAssignment) -> list[TopicPartition]:

@@ -1,16 +1,19 @@
-"""The active controller: what it does on each event (docs/CONTROLLER.md).
+"""The active controller: the lease, the view, and the events that run on it (docs/CONTROLLER.md).
 
 Events — taking over, a change of the live brokers, AlterPartition, and the
 admin requests of `topics`, `configs`, `leadership` and `reassignment` — run
-one at a time through the `EventQueue`. Each one decides with pure functions
-(`decisions`, `replog.core.election`), persists the result in ZooKeeper (every
-write fenced by the controller epoch), updates the view in `ControllerContext`,
-and only then queues requests to the brokers: persist, then send. A fenced
-write means another controller won: this one stops acting at once.
+one at a time through the `EventQueue`. Each one decides with the core's pure
+rules (`replog.core.partition_change`, `isr_judgement`, `topic_plan`,
+`reassignment`, `topic_configs`) over the view's image, persists the result in
+ZooKeeper (`persist`; every write fenced by the controller epoch), updates the
+view in `ControllerContext`, and only then queues requests to the brokers
+(`broker_requests`): persist, then send. A fenced write means another
+controller won: this one stops acting at once.
 
-`Controller` owns the lease, the view, the event queue and the channels to the
-brokers; the admin features use its `run`, `persist` and `send_*` and are
-told when the controller takes over and when brokers come and go.
+`Controller` owns the lease, the view and the event queue, and wires the parts
+with one job each: `writer` persists, `requests` tells the brokers,
+`broker_changes` follows the live brokers, `isr_changes` answers AlterPartition,
+and the admin features use its `run` and `answer`.
 """
 
 from __future__ import annotations
@@ -19,50 +22,28 @@ import asyncio
 import dataclasses
 import logging
 import random
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from replog.api.broker.v1 import broker_pb2
-from replog.controller.channels import (
-    BrokerChannel,
-    endpoint,
-    leader_and_isr_state,
-    update_metadata_state,
-)
+from replog.controller.broker_changes import BrokerChanges
+from replog.controller.broker_requests import BrokerRequests
 from replog.controller.configs import ConfigAdmin
 from replog.controller.context import ControllerContext
-from replog.controller.decisions import (
-    IsrProposal,
-    PartitionChange,
-    Rejection,
-    TopicDefaults,
-    judge_isr_proposal,
-    reconcile_partition,
-)
-from replog.controller.events import ControllerBusy, EventQueue
+from replog.controller.events import ControllerBusy, EventQueue, NotActive
+from replog.controller.isr_changes import IsrChanges
 from replog.controller.leadership import Leadership, RebalanceSettings
 from replog.controller.metrics import controller_metrics
+from replog.controller.persist import StateWriter
 from replog.controller.reassignment import Reassignments
 from replog.controller.topics import TopicAdmin
 from replog.core.errors import ErrorCode
-from replog.core.topic_partition import TopicPartition
-from replog.rpc.coalesce import CoalescingJob
-from replog.zk.records import LeaderAndIsr
-from replog.zk.store import (
-    ControllerFencedError,
-    ControllerLease,
-    MetadataStore,
-    StateWrite,
-    VersionedState,
-    WriteOutcomeUnknown,
-)
+from replog.core.topic_plan import TopicDefaults
+from replog.zk.store import ControllerFencedError, ControllerLease, MetadataStore
 
 log = logging.getLogger("replog.controller")
 
 T = TypeVar("T")
 
-# Conditional writes that keep conflicting are given up after this many rounds of re-reading.
-PERSIST_ROUNDS_MAX = 5
 LOAD_BACKOFF_S_MIN = 0.1
 LOAD_BACKOFF_S_MAX = 5.0
 
@@ -74,21 +55,6 @@ class ControllerSettings:
     request_timeout_s: float  # controller.socket.timeout.ms
     message_bytes_max: int
     rebalance: RebalanceSettings = RebalanceSettings()
-
-
-@dataclasses.dataclass(frozen=True)
-class ProposalOutcome:
-    partition: TopicPartition
-    error: ErrorCode
-    message: str = ""
-    state: LeaderAndIsr | None = None
-
-
-class NotActive(Exception):
-    """This controller is not the active one, or stopped being it during the request."""
-
-
-Recompute = Callable[[TopicPartition], PartitionChange | None]
 
 
 class Controller:
@@ -106,9 +72,12 @@ class Controller:
         self._events = EventQueue()
         self._lease: ControllerLease | None = None  # held, whether or not the view is loaded
         self._context: ControllerContext | None = None  # the view, once loaded under _lease
-        self._channels: dict[int, BrokerChannel] = {}
-        self._closing: set[asyncio.Task[None]] = set()
-        self._broker_change = CoalescingJob(self._queue_broker_change)
+        self.writer = StateWriter(store)
+        self.requests = BrokerRequests(lambda: self._context, controller_id=settings.controller_id,
+                                       timeout_s=settings.request_timeout_s,
+                                       message_bytes_max=settings.message_bytes_max)
+        self.broker_changes = BrokerChanges(self)
+        self.isr_changes = IsrChanges(self)
         self.topics = TopicAdmin(self, rng or random.Random())
         self.configs = ConfigAdmin(self)
         self.leadership = Leadership(self, settings.rebalance)
@@ -118,15 +87,20 @@ class Controller:
     def controller_id(self) -> int:
         return self.settings.controller_id
 
+    @property
+    def lease(self) -> ControllerLease | None:
+        """The lease this controller holds, whether or not its view is loaded yet."""
+        return self._lease
+
     def start(self) -> None:
         self._events.start()
-        self.store.watch_broker_ids(self._on_broker_ids)
+        self.store.watch_broker_ids(self.broker_changes.on_broker_ids)
 
     async def stop(self) -> None:
         self.deactivate()
-        self._broker_change.cancel()
+        self.broker_changes.cancel()
         await self._events.stop()
-        await asyncio.gather(*self._closing, return_exceptions=True)
+        await self.requests.closed()
 
     # -- the lease ---------------------------------------------------------------------------
 
@@ -142,7 +116,7 @@ class Controller:
         self._context = None
         self.leadership.stop()
         self.topics.forget_deletions()
-        self._close_channels(list(self._channels))
+        self.requests.close()
         controller_metrics().offline_partitions.set(0)
         controller_metrics().partition_count.set(0)
 
@@ -228,8 +202,12 @@ class Controller:
         except Exception as error:  # logged by run()
             return failed(ErrorCode.UNKNOWN_SERVER_ERROR, f"the controller failed ({error!r}); retry")
 
+    def reload(self) -> None:
+        """The view may be wrong (an event was lost): read it again, resend everything."""
+        if self._lease is not None:
+            self._reload(self._lease)
+
     def _reload(self, lease: ControllerLease) -> None:
-        """After an unexpected failure the view may be wrong: read it again, resend everything."""
         if self._lease is lease:
             self._context = None
             self.submit("reload", lambda: self._load(lease))
@@ -265,14 +243,14 @@ class Controller:
             if name in context.assignments:
                 context.mark_deleting(name)
         self._context = context
-        self._close_channels(list(self._channels))
+        self.requests.close()
         self.topics.forget_deletions()
-        self._open_channels(context, brokers)
+        self.requests.open(context, brokers)
         # Brokers may have died or come back while no controller was active.
-        changes = await self._reconcile(context)
-        self.send_changes(context, changes)
+        changes = await self.broker_changes.reconcile(context)
+        self.requests.send_changes(context, changes)
         for broker_id in context.brokers:
-            self._send_full_state(context, broker_id)
+            self.requests.send_full_state(context, broker_id)
         self.update_gauges(context)
         log.info("controller %d is acting with controller epoch %d: live brokers %s, %d topics, "
                  "%d partitions, %d offline, %d topics being deleted, %d partitions being reassigned",
@@ -281,304 +259,6 @@ class Controller:
         # A deletion or reassignment the last controller left unfinished goes on.
         await self.topics.resume_deletions(context, marked)
         await self.reassignments.advance(context, context.reassigning())
-
-    # -- brokers coming and going ---------------------------------------------------------------
-
-    def _on_broker_ids(self, _ids: list[int]) -> None:
-        if self._lease is not None:
-            self._broker_change.request()
-
-    async def _queue_broker_change(self) -> None:
-        try:
-            await self.run("broker change", self._handle_broker_change)
-        except NotActive:
-            pass  # a controller taking over reads the live brokers itself
-        except ControllerBusy as error:
-            log.error("broker change not handled: %s; reloading the cluster state", error)
-            if self._lease is not None:
-                self._reload(self._lease)
-        except Exception:
-            pass  # logged by run(), which reloads the cluster state
-
-    async def _handle_broker_change(self, context: ControllerContext) -> None:
-        current = await self.store.live_brokers()
-        before = context.brokers
-        # A broker that registered again (new broker epoch) lost its state: it counts as gone and back.
-        gone = {b for b, r in before.items() if b not in current or current[b].broker_epoch != r.broker_epoch}
-        born = {b for b in current if b not in before or b in gone}
-        if not gone and not born:
-            return
-        log.info("live brokers %s -> %s (gone: %s, registered: %s)", sorted(before), sorted(current),
-                 sorted(gone), sorted(born))
-        for broker_id in gone:
-            context.shutting_down.pop(broker_id, None)  # its shutdown is over
-        changes: list[PartitionChange] = []
-        if gone:
-            context.brokers = {b: r for b, r in before.items() if b not in gone}
-            self._close_channels(gone)
-            changes += await self._reconcile(context)
-        if born:
-            context.brokers = dict(current)
-            self._open_channels(context, born)
-            changes += await self._reconcile(context)
-        self.send_changes(context, changes)
-        for broker_id in sorted(born):
-            self._send_full_state(context, broker_id)
-        self.update_gauges(context)
-        self.topics.on_brokers_registered(context, born)
-        await self.reassignments.advance(context, context.reassigning())
-
-    async def _reconcile(self, context: ControllerContext) -> list[PartitionChange]:
-        """One batched pass over every partition for the current live brokers."""
-
-        def recompute(partition: TopicPartition) -> PartitionChange | None:
-            return reconcile_partition(
-                partition, context.states[partition].state, context.replicas(partition), context.brokers,
-                unclean_allowed=context.unclean_allowed(partition.topic),
-                controller_epoch=context.controller_epoch, shutting_down=context.shutting_down,
-            )
-
-        return await self.elect(context, [c for c in map(recompute, context.partitions()) if c is not None],
-                                recompute)
-
-    async def reconcile_topic(self, context: ControllerContext, topic: str) -> list[PartitionChange]:
-        """The election pass for one topic (after its unclean.leader.election.enable changed)."""
-
-        def recompute(partition: TopicPartition) -> PartitionChange | None:
-            return reconcile_partition(
-                partition, context.states[partition].state, context.replicas(partition), context.brokers,
-                unclean_allowed=context.unclean_allowed(topic), controller_epoch=context.controller_epoch,
-                shutting_down=context.shutting_down,
-            )
-
-        changes = [c for c in map(recompute, context.topic_partitions(topic)) if c is not None]
-        applied = await self.elect(context, changes, recompute)
-        self.send_changes(context, applied)
-        self.update_gauges(context)
-        return applied
-
-    async def elect(self, context: ControllerContext, changes: list[PartitionChange],
-                    recompute: Recompute | None) -> list[PartitionChange]:
-        """Persist leadership changes and count the elections among them."""
-        applied = await self.persist(context, changes, recompute)
-        self.count_elections(applied)
-        return applied
-
-    @staticmethod
-    def count_elections(changes: Iterable[PartitionChange]) -> None:
-        """replog_leader_elections_total and replog_unclean_leader_elections_total for written changes."""
-        for change in changes:
-            if change.leader_changed and change.after.has_leader:
-                controller_metrics().leader_elections.inc()
-                if change.unclean:
-                    controller_metrics().unclean_leader_elections.inc()
-
-    # -- AlterPartition ------------------------------------------------------------------------
-
-    async def alter_partition(
-        self, broker_id: int, broker_epoch: int, proposals: list[tuple[TopicPartition, IsrProposal]]
-    ) -> tuple[Rejection | None, list[ProposalOutcome]]:
-        try:
-            return await self.run(
-                "alter partition", lambda context: self._alter_partition(context, broker_id, broker_epoch, proposals))
-        except NotActive as error:
-            return Rejection(ErrorCode.NOT_CONTROLLER, str(error)), []
-
-    async def _alter_partition(
-        self, context: ControllerContext, broker_id: int, broker_epoch: int,
-        proposals: list[tuple[TopicPartition, IsrProposal]],
-    ) -> tuple[Rejection | None, list[ProposalOutcome]]:
-        registration = context.brokers.get(broker_id)
-        if registration is None or broker_epoch < registration.broker_epoch:
-            known = registration.broker_epoch if registration else "none: not registered"
-            return Rejection(ErrorCode.STALE_BROKER_EPOCH,
-                             f"broker {broker_id}'s epoch {broker_epoch} is not its current one ({known})"), []
-        outcomes: dict[TopicPartition, ProposalOutcome] = {}
-        changes: list[PartitionChange] = []
-        proposed: dict[TopicPartition, IsrProposal] = {}
-        for partition, proposal in proposals:
-            outcome, change = self._judge_proposal(context, partition, proposal, proposed.keys())
-            proposed.setdefault(partition, proposal)
-            if change is not None:
-                changes.append(change)
-            elif outcome is not None:
-                outcomes.setdefault(partition, outcome)
-
-        def judge_again(partition: TopicPartition) -> PartitionChange | None:
-            return self._judge_proposal(context, partition, proposed[partition], ())[1]
-
-        # A multi refused for one stale partition is refused whole: the others are judged again.
-        applied = {c.partition: c for c in await self.persist(context, changes, judge_again)}
-        for change in changes:
-            if change.partition in applied:
-                written = applied[change.partition]
-                log.info("ISR change proposed by broker %d: %s", broker_id, written.describe())
-                outcomes[change.partition] = ProposalOutcome(change.partition, ErrorCode.NONE, "", written.after)
-                continue
-            outcome, _ = self._judge_proposal(context, change.partition, proposed[change.partition], ())
-            current = context.states.get(change.partition)
-            outcomes[change.partition] = outcome or ProposalOutcome(
-                change.partition, ErrorCode.INVALID_UPDATE_VERSION,
-                "the partition state kept changing while the proposal was written; retry with the new state",
-                current.state if current else None)
-        if applied:
-            self.send_metadata(context, list(applied))
-            # A replica being added may just have joined the ISR: its reassignment may finish.
-            reassigning = set(context.reassigning())
-            await self.reassignments.advance(context, [p for p in applied if p in reassigning])
-        return None, [outcomes[p] for p, _ in proposals if p in outcomes]
-
-    def _judge_proposal(
-        self, context: ControllerContext, partition: TopicPartition, proposal: IsrProposal,
-        seen: Collection[TopicPartition],
-    ) -> tuple[ProposalOutcome | None, PartitionChange | None]:
-        if partition in seen:
-            return ProposalOutcome(partition, ErrorCode.INVALID_REQUEST, "the partition is proposed twice"), None
-        versioned = context.states.get(partition)
-        if versioned is None:
-            return ProposalOutcome(partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                   f"{partition} does not exist"), None
-        state = versioned.state
-        # A broker in controlled shutdown may not join an ISR: it counts as not live here.
-        rejection, after = judge_isr_proposal(proposal, state, context.replicas(partition),
-                                              context.electable_epochs(), context.controller_epoch)
-        if rejection is not None:
-            log.info("ISR proposal for %s from broker %d rejected: %s %s", partition, proposal.broker_id,
-                     rejection.error.name, rejection.message)
-            return ProposalOutcome(partition, rejection.error, rejection.message, state), None
-        if after is state:
-            return ProposalOutcome(partition, ErrorCode.NONE, "", state), None
-        return None, PartitionChange(partition, state, after)
-
-    # -- persisting ----------------------------------------------------------------------------
-
-    async def persist(
-        self, context: ControllerContext, changes: list[PartitionChange], recompute: Recompute | None
-    ) -> list[PartitionChange]:
-        """Write the changes conditionally; on conflicts re-read and, with recompute, decide again.
-
-        Returns the changes that are now in ZooKeeper, and the view matches them.
-        """
-        applied: list[PartitionChange] = []
-        # Leadership changes first: when a pass takes more than one multi (a broker's death leaves
-        # a thousand ISRs as well), the new leaders, which clients wait for, land with the first.
-        pending = sorted(changes, key=lambda change: not change.leader_changed)
-        for _ in range(PERSIST_ROUNDS_MAX):
-            if not pending:
-                break
-            writes = [StateWrite(c.partition, c.after, context.states[c.partition].zk_version) for c in pending]
-            try:
-                committed = (await self.store.write_partition_states(context.lease, writes)).committed
-            except WriteOutcomeUnknown as error:
-                log.warning("%s; re-reading %d partition states", error, len(pending))
-                committed = {}
-            for change in pending:
-                if change.partition in committed:
-                    context.states[change.partition] = VersionedState(change.after, committed[change.partition])
-                    applied.append(change)
-            pending = await self._reread([c for c in pending if c.partition not in committed], context,
-                                         applied, recompute)
-        if pending:
-            log.error("gave up writing %d partition states after %d rounds of conflicts: %s", len(pending),
-                      PERSIST_ROUNDS_MAX, ", ".join(str(c.partition) for c in pending))
-        return applied
-
-    async def _reread(
-        self, unwritten: list[PartitionChange], context: ControllerContext, applied: list[PartitionChange],
-        recompute: Recompute | None,
-    ) -> list[PartitionChange]:
-        again: list[PartitionChange] = []
-        for change in unwritten:
-            fresh = await self.store.read_partition_state(change.partition)
-            if fresh is None:
-                log.warning("the state of %s is gone from ZooKeeper", change.partition)
-                context.states.pop(change.partition, None)
-                continue
-            context.states[change.partition] = fresh
-            if fresh.state == change.after:
-                applied.append(change)  # the write whose outcome was unknown did happen
-            elif recompute is not None and (decided := recompute(change.partition)) is not None:
-                again.append(decided)
-        return again
-
-    # -- telling the brokers -------------------------------------------------------------------
-
-    def _open_channels(self, context: ControllerContext, brokers: Iterable[int]) -> None:
-        for broker_id in brokers:
-            self._channels[broker_id] = BrokerChannel(
-                context.brokers[broker_id], controller_id=self.controller_id,
-                controller_epoch=context.controller_epoch, timeout_s=self.settings.request_timeout_s,
-                message_bytes_max=self.settings.message_bytes_max,
-            )
-
-    def _close_channels(self, broker_ids: Iterable[int]) -> None:
-        for broker_id in list(broker_ids):
-            channel = self._channels.pop(broker_id, None)
-            if channel is not None:
-                task = asyncio.get_running_loop().create_task(channel.close())
-                self._closing.add(task)
-                task.add_done_callback(self._closing.discard)
-
-    def send_changes(self, context: ControllerContext, changes: list[PartitionChange]) -> None:
-        """One LeaderAndIsr to each live replica of a changed partition, one UpdateMetadata to all."""
-        latest = {c.partition: c for c in changes}
-        for change in latest.values():
-            log.log(logging.WARNING if not change.after.has_leader or change.unclean else logging.INFO,
-                    "%s", change.describe())
-        self.send_partitions(context, sorted(latest), is_new=False)
-
-    def send_partitions(self, context: ControllerContext, partitions: list[TopicPartition], *, is_new: bool) -> None:
-        if context is not self._context:
-            return  # the event outlived its view: the channels belong to a newer one
-        leaders = [endpoint(r) for r in context.brokers.values()]
-        for broker_id, channel in self._channels.items():
-            states = [self._leader_and_isr(context, tp, is_new) for tp in partitions
-                      if broker_id in context.replicas(tp)]
-            if states:
-                channel.queue_leader_and_isr(states, leaders)
-        self.send_metadata(context, partitions)
-
-    def send_metadata(self, context: ControllerContext, partitions: list[TopicPartition]) -> None:
-        if context is not self._context:
-            return
-        states = [self._update_metadata(context, tp) for tp in partitions]
-        live = [endpoint(context.brokers[b]) for b in sorted(context.brokers)]
-        for channel in self._channels.values():
-            channel.queue_update_metadata(states, live)
-
-    def stop_replicas(
-        self, context: ControllerContext, broker_id: int, partitions: list[TopicPartition], *, delete: bool
-    ) -> asyncio.Future[bool] | None:
-        """StopReplica to one live broker; None when it has no channel (it is not live)."""
-        channel = self._channels.get(broker_id)
-        if channel is None or context is not self._context:
-            return None
-        return channel.queue_stop_replica(partitions, delete=delete)
-
-    def _send_full_state(self, context: ControllerContext, broker_id: int) -> None:
-        """Everything a broker needs after it (or this controller) starts: its partitions, all metadata."""
-        channel = self._channels.get(broker_id)
-        if channel is None or context is not self._context:
-            return
-        hosted = [self._leader_and_isr(context, tp, False) for tp in context.hosted_by(broker_id)]
-        channel.queue_leader_and_isr(hosted, [endpoint(r) for r in context.brokers.values()])
-        live = [endpoint(context.brokers[b]) for b in sorted(context.brokers)]
-        channel.queue_update_metadata([self._update_metadata(context, tp) for tp in context.partitions()], live)
-
-    @staticmethod
-    def _leader_and_isr(
-        context: ControllerContext, partition: TopicPartition, is_new: bool
-    ) -> broker_pb2.LeaderAndIsrPartitionState:
-        return leader_and_isr_state(partition, context.topic_id(partition.topic), context.states[partition].state,
-                                    context.replicas(partition), is_new=is_new, adding=context.adding(partition),
-                                    removing=context.removing(partition))
-
-    @staticmethod
-    def _update_metadata(
-        context: ControllerContext, partition: TopicPartition
-    ) -> broker_pb2.UpdateMetadataPartitionState:
-        return update_metadata_state(partition, context.topic_id(partition.topic), context.states[partition].state,
-                                     context.replicas(partition), context.brokers)
 
     def update_gauges(self, context: ControllerContext) -> None:
         if context is not self._context:

@@ -23,6 +23,10 @@ class ControllerBusy(Exception):
     """The event queue is full."""
 
 
+class NotActive(Exception):
+    """This controller is not the active one, or stopped being it during the request."""
+
+
 class EventQueue:
     def __init__(self, capacity: int = EVENTS_QUEUED_MAX) -> None:
         self._queue: asyncio.Queue[tuple[str, Callable[[], Awaitable[Any]], asyncio.Future[Any]]] = (

@@ -14,7 +14,7 @@
   answer lists what it still leads. Until it is gone it is never elected nor
   let back into an ISR.
 
-The rules are core's (`replog.core.election`) through `decisions`.
+The rules are the core's (`replog.core.partition_change` over `replog.core.election`).
 """
 
 from __future__ import annotations
@@ -26,17 +26,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext
-from replog.controller.decisions import (
-    Outcome,
-    PartitionChange,
-    Rejection,
-    elect_on_request,
-    shut_down_replica,
-)
 from replog.controller.events import ControllerBusy
 from replog.core import election
-from replog.core import messages as core
 from replog.core.errors import ErrorCode
+from replog.core.outcome import Outcome, Rejection
+from replog.core.partition_change import PartitionChange, elect_on_request, shut_down_replica
 from replog.core.topic_partition import TopicPartition
 from replog.zk.store import ControllerLease
 
@@ -53,12 +47,6 @@ class RebalanceSettings:
     imbalance_percentage_max: int = 10  # leader.imbalance.per.broker.percentage
 
 
-@dataclasses.dataclass(frozen=True)
-class ElectionOutcome:
-    partition: TopicPartition
-    outcome: Outcome
-
-
 class Leadership:
     def __init__(self, controller: Controller, rebalance: RebalanceSettings) -> None:
         self._controller = controller
@@ -69,29 +57,28 @@ class Leadership:
 
     async def elect_leaders(
         self, partitions: Sequence[TopicPartition] | None, *, unclean: bool
-    ) -> tuple[Rejection | None, list[ElectionOutcome]]:
+    ) -> tuple[Rejection | None, list[tuple[TopicPartition, Outcome]]]:
         """Elect for these partitions (None: every partition); one outcome per partition."""
 
-        def failed(error: ErrorCode, message: str) -> tuple[Rejection | None, list[ElectionOutcome]]:
+        def failed(error: ErrorCode, message: str) -> tuple[Rejection | None, list[tuple[TopicPartition, Outcome]]]:
             return Rejection(error, message), []
 
-        async def elect(context: ControllerContext) -> tuple[Rejection | None, list[ElectionOutcome]]:
+        async def elect(context: ControllerContext) -> tuple[Rejection | None, list[tuple[TopicPartition, Outcome]]]:
             return None, await self._elect(context, partitions, unclean)
 
         return await self._controller.answer("elect leaders", elect, failed)
 
     async def _elect(self, context: ControllerContext, requested: Sequence[TopicPartition] | None,
-                     unclean: bool) -> list[ElectionOutcome]:
+                     unclean: bool) -> list[tuple[TopicPartition, Outcome]]:
         targets = list(context.partitions()) if requested is None else list(dict.fromkeys(requested))
         outcomes: dict[TopicPartition, Outcome] = {}
         changes: list[PartitionChange] = []
+        image = context.image()
 
         def decide(partition: TopicPartition) -> PartitionChange | None:
-            error, change = elect_on_request(partition, context.states[partition].state, context.replicas(partition),
-                                             context.electable(), unclean=unclean,
-                                             controller_epoch=context.controller_epoch)
+            outcome, change = elect_on_request(partition, context.partition_state(partition), image, unclean=unclean)
             if change is None:
-                outcomes[partition] = Outcome(error, _why_not(error, context, partition))
+                outcomes[partition] = outcome
             return change
 
         for partition in targets:
@@ -99,15 +86,15 @@ class Leadership:
                 outcomes[partition] = Outcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{partition} does not exist")
             elif (change := decide(partition)) is not None:
                 changes.append(change)
-        applied = await self._controller.elect(context, changes, decide)
+        applied = await self._controller.writer.elect(context, changes, decide)
         for change in applied:
             outcomes[change.partition] = Outcome(ErrorCode.NONE)
         for change in changes:
             outcomes.setdefault(change.partition, Outcome(
                 ErrorCode.UNKNOWN_SERVER_ERROR, "the partition state kept changing; retry"))
-        self._controller.send_changes(context, applied)
+        self._controller.requests.send_changes(context, applied)
         self._controller.update_gauges(context)
-        return [ElectionOutcome(p, outcomes[p]) for p in targets]
+        return [(p, outcomes[p]) for p in targets]
 
     # -- auto.leader.rebalance.enable ----------------------------------------------------------
 
@@ -134,10 +121,8 @@ class Leadership:
     async def _rebalance_leaders(self, context: ControllerContext) -> None:
         # Partitions being reassigned are left alone: their leader moves with the reassignment.
         moving = set(context.reassigning())
-        states = {tp: core.PartitionState(v.state.leader, v.state.leader_epoch, v.state.isr, v.state.partition_epoch,
-                                          context.replicas(tp))
-                  for tp, v in context.states.items() if tp not in moving}
-        due = election.preferred_elections_due(states, context.electable(),
+        states = {tp: context.partition_state(tp) for tp in context.states if tp not in moving}
+        due = election.preferred_elections_due(states, context.image().electable,
                                                self._rebalance.imbalance_percentage_max)
         if due:
             log.info("leader imbalance above %d%%: moving %d leaderships back to their preferred replicas",
@@ -159,36 +144,25 @@ class Leadership:
 
     async def _shut_down(self, context: ControllerContext, broker_id: int,
                          broker_epoch: int) -> tuple[Rejection | None, list[TopicPartition]]:
-        registration = context.brokers.get(broker_id)
-        if registration is None or broker_epoch < registration.broker_epoch:
-            known = registration.broker_epoch if registration else "none: not registered"
-            return Rejection(ErrorCode.STALE_BROKER_EPOCH,
-                             f"broker {broker_id}'s epoch {broker_epoch} is not its current one ({known})"), []
+        stale = context.stale_broker_epoch(broker_id, broker_epoch)
+        if stale is not None:
+            return stale, []
+        registration = context.brokers[broker_id]
         if broker_id not in context.shutting_down:
             log.info("broker %d (broker epoch %d) is shutting down", broker_id, registration.broker_epoch)
         context.shutting_down[broker_id] = registration.broker_epoch
+        image = context.image()
 
         def decide(partition: TopicPartition) -> PartitionChange | None:
-            return shut_down_replica(partition, context.states[partition].state, context.replicas(partition),
-                                     broker_id, context.electable(), controller_epoch=context.controller_epoch)
+            return shut_down_replica(partition, context.partition_state(partition), broker_id, image)
 
         hosted = context.hosted_by(broker_id)
         changes = [c for c in map(decide, hosted) if c is not None]
-        applied = await self._controller.elect(context, changes, decide)
-        self._controller.send_changes(context, applied)
+        applied = await self._controller.writer.elect(context, changes, decide)
+        self._controller.requests.send_changes(context, applied)
         self._controller.update_gauges(context)
         remaining = [tp for tp in hosted if context.states[tp].state.leader == broker_id]
         log.info("controlled shutdown of broker %d: %d partitions changed, %d still led by it%s", broker_id,
                  len(applied), len(remaining), f" ({', '.join(map(str, remaining[:10]))})" if remaining else "")
         return None, remaining
 
-
-def _why_not(error: ErrorCode, context: ControllerContext, partition: TopicPartition) -> str:
-    state = context.states[partition].state
-    replicas = list(context.replicas(partition))
-    if error == ErrorCode.ELECTION_NOT_NEEDED:
-        return f"broker {state.leader} leads already"
-    if error == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE:
-        return (f"the preferred leader {replicas[0]} is not a live ISR member "
-                f"(ISR {list(state.isr)}, live brokers {sorted(context.electable())})")
-    return f"no replica of {replicas} is alive"

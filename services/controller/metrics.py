@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Iterable
 from typing import TypeVar
 
 import prometheus_client
+
+from replog.core.partition_change import PartitionChange
 
 Metric = TypeVar("Metric", prometheus_client.Gauge, prometheus_client.Counter)
 
@@ -51,6 +54,15 @@ def controller_metrics() -> ControllerMetrics:
             "Leaders elected from outside the ISR, because the topic allows it or an operator asked for an "
             "unclean election; records may have been lost."),
     )
+
+
+def count_elections(changes: Iterable[PartitionChange]) -> None:
+    """replog_leader_elections_total and replog_unclean_leader_elections_total for written changes."""
+    for change in changes:
+        if change.elected:
+            controller_metrics().leader_elections.inc()
+            if change.unclean:
+                controller_metrics().unclean_leader_elections.inc()
 
 
 def _metric(kind: type[Metric], name: str, documentation: str) -> Metric:

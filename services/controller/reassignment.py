@@ -1,6 +1,6 @@
 """AlterPartitionReassignments and ListPartitionReassignments at the active controller (KIP-455).
 
-The steps and the replica sets are `reassignment_plan`'s. Each step of a
+The steps and the replica sets are `replog.core.reassignment`'s. Each step of a
 topic's partitions is one ZooKeeper multi: the topic znode (replicas,
 adding_replicas, removing_replicas) together with the partition states it
 changes, so the replica sets and the leadership never disagree, and a
@@ -20,12 +20,20 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext
-from replog.controller.decisions import SUCCESS, Outcome, PartitionChange, Rejection, change_replicas
-from replog.controller.reassignment_plan import ReplicaSets, is_complete, plan_cancel, plan_reassignment
+from replog.controller.metrics import count_elections
 from replog.core.errors import ErrorCode
+from replog.core.outcome import SUCCESS, Outcome, Rejection
+from replog.core.partition_change import PartitionChange, change_replicas
+from replog.core.reassignment import (
+    OngoingReassignment,
+    ReplicaSets,
+    is_complete,
+    plan_cancel,
+    plan_reassignment,
+)
 from replog.core.topic_partition import TopicPartition
 from replog.zk.records import TopicAssignment
-from replog.zk.store import MULTI_OPS_MAX, StateWrite, VersionedState
+from replog.zk.store import MULTI_OPS_MAX
 
 if TYPE_CHECKING:
     from replog.controller.driver import Controller
@@ -35,14 +43,6 @@ log = logging.getLogger("replog.controller")
 # Partitions of one topic changed in one multi (with the epoch check, the topic znode and the
 # partition state notification).
 PARTITIONS_PER_STEP_MAX = MULTI_OPS_MAX - 3
-
-
-@dataclasses.dataclass(frozen=True)
-class OngoingReassignment:
-    partition: TopicPartition
-    replicas: tuple[int, ...]
-    adding: tuple[int, ...]
-    removing: tuple[int, ...]
 
 
 class Reassignments:
@@ -135,9 +135,9 @@ class Reassignments:
                     planned: Mapping[TopicPartition, ReplicaSets]) -> dict[TopicPartition, Outcome]:
         outcomes: dict[TopicPartition, Outcome] = {}
         changes: list[PartitionChange] = []
+        image = context.image()
         for partition, sets in planned.items():
-            change = change_replicas(partition, context.states[partition].state, context.replicas(partition),
-                                     sets.replicas, context.electable(), controller_epoch=context.controller_epoch)
+            change = change_replicas(partition, context.partition_state(partition), sets.replicas, image)
             if change is None:
                 outcomes[partition] = Outcome(
                     ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
@@ -148,24 +148,24 @@ class Reassignments:
             return outcomes
         before = context.assignments[topic]
         after = _with_sets(before, {c.partition.partition: planned[c.partition] for c in changes})
-        writes = [StateWrite(c.partition, c.after, context.states[c.partition].zk_version) for c in changes]
+        writes = [context.state_write(c) for c in changes]
         version, committed = await self._controller.store.write_assignment(
             context.lease, topic, after, context.assignment_versions[topic], writes)
         context.assignments[topic] = after
         context.assignment_versions[topic] = version
         dropped: dict[int, list[TopicPartition]] = {}
-        for change in changes:
-            context.states[change.partition] = VersionedState(change.after, committed[change.partition])
+        for change, write in zip(changes, writes):
+            context.written(write, committed[change.partition])
             for broker in set(before.replicas(change.partition.partition)) - set(after.replicas(change.partition.partition)):
                 dropped.setdefault(broker, []).append(change.partition)
             outcomes[change.partition] = SUCCESS
             log.info("%s: replicas %s (adding %s, removing %s); %s", change.partition,
                      list(after.replicas(change.partition.partition)), list(context.adding(change.partition)),
                      list(context.removing(change.partition)), change.describe())
-        self._controller.count_elections(changes)
-        self._controller.send_changes(context, changes)
+        count_elections(changes)
+        self._controller.requests.send_changes(context, changes)
         for broker, partitions in sorted(dropped.items()):
-            self._controller.stop_replicas(context, broker, partitions, delete=True)
+            self._controller.requests.stop_replicas(context, broker, partitions, delete=True)
         self._controller.update_gauges(context)
         return outcomes
 

@@ -16,11 +16,11 @@ import grpc
 from replog import config as configuration
 from replog.api.controller.v1 import controller_pb2, controller_pb2_grpc
 from replog.config import Setting
-from replog.controller.metrics import controller_metrics
-from replog.controller.decisions import PARTITIONS_PER_TOPIC_MAX, TopicDefaults
 from replog.controller.driver import Controller, ControllerSettings
 from replog.controller.leadership import RebalanceSettings
+from replog.controller.metrics import controller_metrics
 from replog.controller.servicer import ControllerServicer
+from replog.core.topic_plan import PARTITIONS_PER_TOPIC_MAX, TopicDefaults
 from replog.rpc.coalesce import CoalescingJob
 from replog.zk.store import ControllerInfo, ControllerLease, MetadataStore
 

@@ -27,43 +27,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from replog.controller.context import ControllerContext, partitions_of
-from replog.controller.decisions import (
-    SUCCESS,
-    NewTopic,
-    Outcome,
-    Rejection,
-    new_partition_state,
-    plan_new_partitions,
-    plan_topic,
-)
+from replog.core.election import initial_state
 from replog.core.errors import ErrorCode
+from replog.core.outcome import SUCCESS, Outcome, Rejection
 from replog.core.topic_partition import TopicPartition
-from replog.zk.records import TopicAssignment
+from replog.core.topic_plan import NewPartitions, NewTopic, TopicOutcome, plan_new_partitions, plan_topic
+from replog.zk.records import LeaderAndIsr, TopicAssignment
 from replog.zk.store import TopicExistsError, TopicSnapshot, VersionedState, WriteOutcomeUnknown
 
 if TYPE_CHECKING:
     from replog.controller.driver import Controller
 
 log = logging.getLogger("replog.controller")
-
-
-@dataclasses.dataclass(frozen=True)
-class TopicOutcome:
-    name: str
-    error: ErrorCode
-    message: str = ""
-    topic_id: str = ""
-    num_partitions: int = -1
-    replication_factor: int = -1
-
-
-@dataclasses.dataclass(frozen=True)
-class NewPartitions:
-    """A CreatePartitions entry: the topic's new total count, and optionally the new partitions' replicas."""
-
-    name: str
-    count: int
-    assignments: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 @dataclasses.dataclass
@@ -109,11 +84,11 @@ class TopicAdmin:
                 created.append(topic.name)
         if created:
             new = [tp for name in created for tp in partitions_of(name, context.assignments[name])]
-            self._controller.send_partitions(context, new, is_new=True)
+            self._controller.requests.send_partitions(context, new, is_new=True)
             self._controller.update_gauges(context)
 
     async def _create_topic(self, context: ControllerContext, topic: NewTopic, validate_only: bool) -> TopicOutcome:
-        brokers = context.racks()
+        brokers = context.image().live_racks()
         plan = plan_topic(
             topic, brokers=brokers, existing_topics=context.topic_names(),
             defaults=self._controller.settings.defaults,
@@ -131,7 +106,7 @@ class TopicAdmin:
         if validate_only:
             return placed
         assignment = TopicAssignment(_new_topic_id(), dict(plan.replicas))
-        states = {p: new_partition_state(replicas, context.controller_epoch) for p, replicas in plan.replicas.items()}
+        states = {p: _new_partition_state(replicas, context.controller_epoch) for p, replicas in plan.replicas.items()}
         store = self._controller.store
         try:
             await store.create_topic(context.lease, topic.name, assignment, dict(plan.configs), states)
@@ -184,17 +159,18 @@ class TopicAdmin:
                 outcomes[topic.name] = await self._grow(context, topic, validate_only)
 
     async def _grow(self, context: ControllerContext, topic: NewPartitions, validate_only: bool) -> Outcome:
-        brokers = context.racks()
+        brokers = context.image().live_racks()
         before = context.assignments[topic.name]
-        placed = plan_new_partitions(topic.name, before, topic.count, topic.assignments, brokers=brokers,
-                                     replica_shift=self._rng.randrange(max(1, len(brokers))))
+        placed = plan_new_partitions(topic, before.partitions,
+                                     reassigning=bool(before.adding_replicas or before.removing_replicas),
+                                     brokers=brokers, replica_shift=self._rng.randrange(max(1, len(brokers))))
         if isinstance(placed, Rejection):
             log.info("topic %r not grown: %s", topic.name, placed.message)
             return placed
         if validate_only:
             return SUCCESS
         after = dataclasses.replace(before, partitions={**before.partitions, **placed})
-        states = {p: new_partition_state(replicas, context.controller_epoch) for p, replicas in placed.items()}
+        states = {p: _new_partition_state(replicas, context.controller_epoch) for p, replicas in placed.items()}
         store = self._controller.store
         try:
             version = await store.add_partitions(context.lease, topic.name, after,
@@ -210,7 +186,7 @@ class TopicAdmin:
             context.states[TopicPartition(topic.name, partition)] = VersionedState(state, 0)
         log.info("topic %r grown from %d to %d partitions: %s", topic.name, len(before.partitions), topic.count,
                  ", ".join(f"{p}: replicas {list(r)}" for p, r in sorted(placed.items())))
-        self._controller.send_partitions(context, [TopicPartition(topic.name, p) for p in sorted(placed)],
+        self._controller.requests.send_partitions(context, [TopicPartition(topic.name, p) for p in sorted(placed)],
                                          is_new=True)
         self._controller.update_gauges(context)
         return SUCCESS
@@ -287,7 +263,7 @@ class TopicAdmin:
             self._stop_replicas(context, deletion, broker)
 
     def _stop_replicas(self, context: ControllerContext, deletion: _Deletion, broker: int) -> None:
-        future = self._controller.stop_replicas(context, broker, deletion.waiting[broker], delete=True)
+        future = self._controller.requests.stop_replicas(context, broker, deletion.waiting[broker], delete=True)
         if future is None:
             log.info("topic %r: broker %d is down; it deletes its replicas when it returns", deletion.topic, broker)
             return
@@ -334,6 +310,11 @@ class TopicAdmin:
         for deletion in self._deletions.values():
             deletion.done.cancel()
         self._deletions.clear()
+
+
+def _new_partition_state(replicas: tuple[int, ...], controller_epoch: int) -> LeaderAndIsr:
+    """A new partition: its first replica leads, every replica (all live, as placement sees to) in sync."""
+    return LeaderAndIsr.from_core(initial_state(replicas), controller_epoch)
 
 
 def _new_topic_id() -> str:

@@ -7,6 +7,7 @@ from replog.core.election import (
     elect_leader,
     elect_preferred_leader,
     elect_unclean_leader,
+    ineligible_isr_members,
     initial_state,
     move_to_replicas,
     on_broker_failure,
@@ -108,6 +109,43 @@ def test_alter_partition_only_admits_live_replicas_of_the_incarnation_the_leader
     assert alter_partition(shrunk, request((1, 2), epochs={2: 7}), {1: 1, 2: 8})[0] == ErrorCode.INELIGIBLE_REPLICA
     error, state = alter_partition(shrunk, request((1, 2), epochs={2: 8}), {1: 1, 2: 8})
     assert error == ErrorCode.NONE and state.isr == (1, 2)
+
+
+SHRUNK = PartitionState(1, 4, (1, 2), 9, (1, 2, 3))
+LIVE = {1: 10, 2: 20, 3: 30}
+
+
+@pytest.mark.parametrize(
+    ("epochs", "live", "shutting_down", "why"),
+    [
+        ({3: 29}, LIVE, (), "broker 3 was proposed with broker epoch 29, but its current registration has broker "
+                            "epoch 30"),
+        ({3: -1}, LIVE, (), "broker 3 was proposed with broker epoch -1, but its current registration has broker "
+                            "epoch 30"),
+        ({3: 30}, {1: 10, 2: 20}, (), "broker 3 is not alive"),
+        ({3: 30}, LIVE, (3,), "broker 3 is in controlled shutdown"),
+        ({2: 19, 3: 30}, LIVE, (), "broker 2 was proposed with broker epoch 19, but its current registration has "
+                                   "broker epoch 20"),
+    ],
+)
+def test_kip_903_a_member_must_be_the_incarnation_registered_now(epochs, live, shutting_down, why):
+    proposal = request((1, 2, 3), partition_epoch=9, epochs=epochs)
+    assert alter_partition(SHRUNK, proposal, live, shutting_down) == (ErrorCode.INELIGIBLE_REPLICA, SHRUNK)
+    assert ineligible_isr_members(SHRUNK, proposal, live, shutting_down) == [why]
+
+
+def test_kip_903_a_joining_member_at_its_registered_epoch_is_admitted():
+    error, state = alter_partition(SHRUNK, request((1, 2, 3), partition_epoch=9, epochs={3: 30}), LIVE)
+    assert error == ErrorCode.NONE and state.isr == (1, 2, 3) and state.partition_epoch == 10
+
+
+def test_kip_903_members_already_in_the_isr_are_checked_only_when_the_leader_names_their_epoch():
+    # The leader names itself with -1, and a follower it has not heard from since it took over too.
+    assert alter_partition(STATE, request((1, 2)), LIVE)[0] == ErrorCode.NONE
+    assert alter_partition(STATE, request((1, 2), epochs={2: 20}), LIVE)[0] == ErrorCode.NONE
+    assert alter_partition(STATE, request((1, 2), epochs={2: 19}), LIVE)[0] == ErrorCode.INELIGIBLE_REPLICA
+    # A member in controlled shutdown keeps its place while the leader shrinks the ISR around it.
+    assert alter_partition(STATE, request((1, 2), epochs={2: 20}), LIVE, shutting_down={2})[0] == ErrorCode.NONE
 
 
 # -- elections an operator asks for ------------------------------------------------------------

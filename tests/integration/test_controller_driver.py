@@ -9,10 +9,11 @@ import uuid
 
 import pytest
 
-from replog.controller.decisions import IsrProposal, NewTopic, TopicDefaults
 from replog.controller.driver import Controller, ControllerSettings
 from replog.core.errors import ErrorCode
+from replog.core.messages import AlterPartitionRequest, IsrMember
 from replog.core.topic_partition import TopicPartition
+from replog.core.topic_plan import NewTopic, TopicDefaults
 from replog.dev.processes import free_port
 from replog.zk.records import LeaderAndIsr
 from replog.zk.store import BrokerRegistration, MetadataStore, StateWrite
@@ -53,6 +54,11 @@ def run(zookeeper: str, scenario) -> None:
     asyncio.run(main())
 
 
+def proposal(leader_epoch, partition_epoch, isr):
+    """Broker 1's proposal; members already in the ISR may come without a broker epoch (-1)."""
+    return AlterPartitionRequest(1, leader_epoch, partition_epoch, tuple(IsrMember(b, -1) for b in isr))
+
+
 async def until_active(controller: Controller) -> None:
     while (await controller.topics.create_topics([NewTopic("probe", 1, 1)], validate_only=True))[0].error \
             == ErrorCode.NOT_CONTROLLER:
@@ -71,21 +77,22 @@ def test_a_stale_view_is_read_again_and_the_proposals_judged_again(zookeeper):
         epoch = (await other.live_brokers())[1].broker_epoch
 
         # Both proposals go in one multi, which p0's stale version makes ZooKeeper refuse whole.
-        rejection, outcomes = await controller.alter_partition(1, epoch, [
-            (p0, IsrProposal(1, 0, 0, (1, 2))), (p1, IsrProposal(1, 0, 0, (1, 2)))])
+        rejection, outcomes = await controller.isr_changes.alter_partition(1, epoch, [
+            (p0, proposal(0, 0, (1, 2))), (p1, proposal(0, 0, (1, 2)))])
         assert rejection is None
         by_partition = {o.partition: o for o in outcomes}
         # p0 already has that ISR (a resend, as far as anyone can tell): success, nothing written.
-        assert by_partition[p0].error == ErrorCode.NONE and by_partition[p0].state == changed
+        assert by_partition[p0].error == ErrorCode.NONE and by_partition[p0].state == changed.to_core((1, 2, 3))
         # p1 was judged again and written in a second round.
         assert by_partition[p1].error == ErrorCode.NONE
-        assert by_partition[p1].state == LeaderAndIsr(1, 0, (1, 2), lease.epoch, 1)
-        assert (await other.read_partition_state(p1)).state == by_partition[p1].state
+        written = LeaderAndIsr(1, 0, (1, 2), lease.epoch, 1)
+        assert by_partition[p1].state == written.to_core((1, 2, 3))
+        assert (await other.read_partition_state(p1)).state == written
 
-        rejection, (stale,) = await controller.alter_partition(1, epoch, [(p0, IsrProposal(1, 0, 0, (1,)))])
-        assert stale.error == ErrorCode.INVALID_UPDATE_VERSION and stale.state == changed
+        rejection, (stale,) = await controller.isr_changes.alter_partition(1, epoch, [(p0, proposal(0, 0, (1,)))])
+        assert stale.error == ErrorCode.INVALID_UPDATE_VERSION and stale.state == changed.to_core((1, 2, 3))
 
-        rejection, _ = await controller.alter_partition(1, epoch - 1, [(p0, IsrProposal(1, 0, 1, (1,)))])
+        rejection, _ = await controller.isr_changes.alter_partition(1, epoch - 1, [(p0, proposal(0, 1, (1,)))])
         assert rejection.error == ErrorCode.STALE_BROKER_EPOCH
 
     run(zookeeper, scenario)
@@ -101,7 +108,7 @@ def test_a_fenced_controller_stops_acting_and_answers_not_controller(zookeeper):
         assert outcome.error == ErrorCode.NOT_CONTROLLER and "fenced" in outcome.message
         assert fenced == [lease]
         assert await other.read_topic("late") is None
-        rejection, _ = await controller.alter_partition(1, 0, [])
+        rejection, _ = await controller.isr_changes.alter_partition(1, 0, [])
         assert rejection.error == ErrorCode.NOT_CONTROLLER
 
     run(zookeeper, scenario)

@@ -13,10 +13,10 @@ import pytest
 from replog.api.common.v1 import common_pb2
 from replog.api.controller.v1 import controller_pb2, controller_pb2_grpc
 from replog.client import Producer
-from replog.controller.decisions import NewTopic, TopicDefaults
 from replog.controller.driver import Controller, ControllerSettings
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
+from replog.core.topic_plan import NewTopic, TopicDefaults
 from replog.dev.processes import free_port
 from replog.zk.store import BrokerRegistration, MetadataStore
 from tests.integration.cluster import wait_for
@@ -75,8 +75,12 @@ def test_a_broker_shutting_down_hands_over_its_leaderships_and_is_kept_out_until
             controller_pb2.AlterPartitionProposal(topic="draining", partition=partition,
                                                   leader_epoch=state.state.leader_epoch,
                                                   partition_epoch=state.state.partition_epoch,
-                                                  new_isr=[*state.state.isr, 1])]))
+                                                  new_isr_with_epochs=[
+                                                      *(controller_pb2.IsrMember(broker_id=b, broker_epoch=-1)
+                                                        for b in state.state.isr),
+                                                      controller_pb2.IsrMember(broker_id=1, broker_epoch=epoch)])]))
     assert rejoin.partitions[0].error_code == common_pb2.ERROR_CODE_INELIGIBLE_REPLICA
+    assert "controlled shutdown" in rejoin.partitions[0].error_message
     preferred = call_controller(cluster, "ElectLeaders", controller_pb2.ElectLeadersRequest(
         election_type=controller_pb2.ELECTION_TYPE_PREFERRED,
         topic_partitions=[common_pb2.TopicPartitions(topic="draining", partitions=[partition])]))

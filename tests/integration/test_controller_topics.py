@@ -176,8 +176,8 @@ def test_alter_partition_checks_the_broker_epoch_and_the_epochs_of_the_proposal(
     def propose(leader_epoch, partition_epoch, isr, *, broker_epoch=epoch, broker=leader):
         return controller_call(address, "AlterPartition", controller_pb2.AlterPartitionRequest(
             broker_id=broker, broker_epoch=broker_epoch, partitions=[controller_pb2.AlterPartitionProposal(
-                topic="isr", partition=0, leader_epoch=leader_epoch, new_isr=isr,
-                partition_epoch=partition_epoch)]))
+                topic="isr", partition=0, leader_epoch=leader_epoch, partition_epoch=partition_epoch,
+                new_isr_with_epochs=[controller_pb2.IsrMember(broker_id=b, broker_epoch=-1) for b in isr])]))
 
     state = current.state
     stale = propose(state.leader_epoch, state.partition_epoch, state.isr, broker_epoch=epoch - 1)

@@ -1,10 +1,10 @@
 """The topic configs a topic may set, under Kafka's names, with Kafka's defaults: one table.
 
 Each config's default and check live in one place. The log's configs are the
-fields of `replog.storage.LogConfig` (what a broker builds a partition's log
-from): their defaults are its defaults and a value is valid when LogConfig
-accepts it. `min.insync.replicas` takes its default from core's
-`ReplicaConfig`. Only the configs neither knows are defined here.
+fields of `LogConfig` (what a broker builds a partition's log from): their
+defaults are its defaults and a value is valid when LogConfig accepts it.
+`min.insync.replicas` takes its default from `ReplicaConfig`. Only the configs
+neither knows are defined here.
 
 `/config/topics/<topic>` holds only the configs the topic set, normalised as
 `validate_topic_configs` returns them; every other config takes its default.
@@ -16,8 +16,8 @@ import dataclasses
 import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from replog.core.config import ReplicaConfig
-from replog.storage.config import INT32_MAX, LogConfig, LogConfigError
+from .config import ReplicaConfig
+from .log_config import INT32_MAX, LogConfig, LogConfigError
 
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 # Configs whose value is a comma-separated list: AlterConfigs may append to or subtract from them.

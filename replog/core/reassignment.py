@@ -16,16 +16,15 @@ A new target while one is in progress starts again from the original replicas;
 an empty target (a cancel) finishes towards the original replicas instead.
 """
 
-from __future__ import annotations
-
-import dataclasses
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
-from replog.controller.decisions import Rejection
-from replog.core.errors import ErrorCode
+from .errors import ErrorCode
+from .outcome import Rejection
+from .topic_partition import TopicPartition
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ReplicaSets:
     replicas: tuple[int, ...]  # every replica now: target first, then those being removed
     adding: tuple[int, ...] = ()
@@ -42,6 +41,16 @@ class ReplicaSets:
     @property
     def original(self) -> tuple[int, ...]:
         return tuple(r for r in self.replicas if r not in self.adding)
+
+
+@dataclass(frozen=True, slots=True)
+class OngoingReassignment:
+    """ListPartitionReassignments' answer for one partition being moved."""
+
+    partition: TopicPartition
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
 
 
 def plan_reassignment(current: ReplicaSets, target: Sequence[int], live: Collection[int]) -> ReplicaSets | Rejection:
