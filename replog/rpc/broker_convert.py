@@ -221,6 +221,15 @@ def update_metadata_state(
     )
 
 
+def deleted_partition_state(partition: TopicPartition, topic_id: str,
+                            replicas: Sequence[int]) -> broker_pb2.UpdateMetadataPartitionState:
+    """UpdateMetadata's entry for a partition of a topic being deleted: no leader, leader epoch -2."""
+    return broker_pb2.UpdateMetadataPartitionState(
+        topic=partition.topic, topic_id=topic_id, partition=partition.partition, leader=-1,
+        leader_epoch=DELETION_LEADER_EPOCH, replicas=replicas,
+    )
+
+
 def stop_replica_partition(
     partition: TopicPartition, *, delete: bool, leader_epoch: int = DELETION_LEADER_EPOCH
 ) -> broker_pb2.StopReplicaPartition:

@@ -15,11 +15,16 @@ from collections.abc import Callable, Iterable
 from replog.api.broker.v1 import broker_pb2
 from replog.api.common.v1 import common_pb2
 from replog.controller.channels import BrokerChannel
-from replog.controller.context import ControllerContext
+from replog.controller.context import ControllerContext, partitions_of
 from replog.core.messages import NO_LEADER
 from replog.core.partition_change import PartitionChange
 from replog.core.topic_partition import TopicPartition
-from replog.rpc.broker_convert import broker_endpoint, leader_and_isr_state, update_metadata_state
+from replog.rpc.broker_convert import (
+    broker_endpoint,
+    deleted_partition_state,
+    leader_and_isr_state,
+    update_metadata_state,
+)
 
 log = logging.getLogger("replog.controller")
 
@@ -82,6 +87,17 @@ class BrokerRequests:
         if context is not self._current_view():
             return
         states = [_update_metadata(context, tp) for tp in partitions]
+        live = _live_endpoints(context)
+        for channel in self._channels.values():
+            channel.queue_update_metadata(states, live)
+
+    def send_deletion(self, context: ControllerContext, topic: str) -> None:
+        """Tell every broker the topic is being deleted: from now on it is unknown to them."""
+        if context is not self._current_view():
+            return
+        assignment = context.deleting[topic]
+        states = [deleted_partition_state(tp, assignment.topic_id, assignment.replicas(tp.partition))
+                  for tp in partitions_of(topic, assignment)]
         live = _live_endpoints(context)
         for channel in self._channels.values():
             channel.queue_update_metadata(states, live)

@@ -247,6 +247,7 @@ class TopicAdmin:
             if name not in context.deleting:
                 context.mark_deleting(name)
                 log.info("topic %r marked for deletion", name)
+                self._controller.requests.send_deletion(context, name)
                 self._start_deletion(context, name)
             started[name] = self._deletions[name].done
         self._controller.update_gauges(context)
@@ -301,6 +302,7 @@ class TopicAdmin:
         for name in marked:
             if name in context.deleting:
                 log.info("topic %r: resuming its deletion", name)
+                self._controller.requests.send_deletion(context, name)
                 self._start_deletion(context, name)
             else:
                 await self._finish_deletion(context, name)  # only the mark (or part of the znodes) is left

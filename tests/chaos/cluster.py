@@ -10,13 +10,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from replog.client import Admin, ClientError, NewTopic
 from replog.client.types import PartitionInfo
 from tests.chaos.netns import Namespace, Relay
+from tests.integration.cluster import wait_for as poll_until
 
 T = TypeVar("T")
 
@@ -43,14 +43,7 @@ class ChaosError(AssertionError):
 
 def wait_for(condition: Callable[[], T], timeout_s: float, what: str) -> T:
     """Poll condition until it returns something truthy; ChaosError naming `what` at the deadline."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise ChaosError(f"timed out after {timeout_s:g} s waiting for {what}")
-        time.sleep(POLL_INTERVAL_S)
+    return poll_until(condition, timeout_s, what, interval_s=POLL_INTERVAL_S, error=ChaosError)
 
 
 class ChaosCluster:

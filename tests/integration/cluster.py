@@ -23,15 +23,16 @@ def replog(*args: str, check: bool = True, env: dict[str, str] | None = None) ->
     return result
 
 
-def wait_for(condition: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.1) -> Any:
-    """Poll condition until it returns something truthy; fail with `what` at the deadline."""
+def wait_for(condition: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.1,
+             error: type[AssertionError] = AssertionError) -> Any:
+    """Poll condition until it returns something truthy; raise `error` naming `what` at the deadline."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
+            raise error(f"timed out after {timeout_s:g} s waiting for {what}")
         time.sleep(interval_s)
 
 

@@ -76,6 +76,19 @@ def test_a_topic_the_cluster_lacks_is_unknown_and_one_led_elsewhere_is_not_led_h
         assert fetch(channel, "led-elsewhere", partition=5).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
+def test_a_deleted_topic_is_unknown_to_every_broker(cluster, admin):
+    admin.create_topics([NewTopic("soon-gone", 1, 1)])
+    leader = wait_for(lambda: admin.cluster().leader_of(TopicPartition("soon-gone", 0)), 30, "a leader")
+    other = next(b["id"] for b in cluster.status()["brokers"] if b["id"] != leader)
+    channel, address = stub_of(cluster, other)
+    with channel:
+        wait_for(lambda: fetch(channel, "soon-gone").error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER, 30,
+                 f"broker {other} at {address} to know of soon-gone")
+        admin.delete_topics(["soon-gone"])
+        wait_for(lambda: fetch(channel, "soon-gone").error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 30,
+                 f"broker {other}, which never hosted soon-gone, to forget it")
+
+
 def test_consuming_from_an_offset_past_the_end_says_where_the_log_ends(cluster, admin, bootstrap):
     admin.create_topics([NewTopic("short-log", 1, 3)])
     with Producer(bootstrap) as producer:
