@@ -13,6 +13,8 @@ from replog.client import (
     TopicPartition,
 )
 
+from tests.integration.cluster import wait_for
+
 pytestmark = pytest.mark.slow
 
 POLL_TIMEOUT_S = 30
@@ -88,6 +90,12 @@ def test_a_position_past_the_end_is_reset_by_auto_offset_reset_or_raised(admin, 
         consumer.assign([tp])
         consumer.seek(tp, 1000)
         assert [r.offset for r in poll_until(consumer, 5)] == list(range(5))
+    with Consumer(bootstrap, auto_offset_reset="latest") as consumer:
+        consumer.assign([tp])
+        consumer.seek(tp, 1000)
+        wait_for(lambda: consumer.poll(100) == [] and consumer.position(tp) == 5, POLL_TIMEOUT_S, "a reset to the end")
+        produce(bootstrap, topic, [b"after"])
+        assert [(r.offset, r.value) for r in poll_until(consumer, 1)] == [(5, b"after")]
     with Consumer(bootstrap, auto_offset_reset="none") as consumer:
         consumer.assign([tp])
         consumer.seek(tp, 1000)
