@@ -18,19 +18,30 @@ class GroupState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     GROUP_STATE_UNSPECIFIED: _ClassVar[GroupState]
     GROUP_STATE_EMPTY: _ClassVar[GroupState]
-    GROUP_STATE_PREPARING_REBALANCE: _ClassVar[GroupState]
-    GROUP_STATE_COMPLETING_REBALANCE: _ClassVar[GroupState]
+    GROUP_STATE_ASSIGNING: _ClassVar[GroupState]
+    GROUP_STATE_RECONCILING: _ClassVar[GroupState]
     GROUP_STATE_STABLE: _ClassVar[GroupState]
     GROUP_STATE_DEAD: _ClassVar[GroupState]
+
+class MemberState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MEMBER_STATE_UNSPECIFIED: _ClassVar[MemberState]
+    MEMBER_STATE_STABLE: _ClassVar[MemberState]
+    MEMBER_STATE_UNREVOKED_PARTITIONS: _ClassVar[MemberState]
+    MEMBER_STATE_UNRELEASED_PARTITIONS: _ClassVar[MemberState]
 COORDINATOR_TYPE_UNSPECIFIED: CoordinatorType
 COORDINATOR_TYPE_GROUP: CoordinatorType
 COORDINATOR_TYPE_TRANSACTION: CoordinatorType
 GROUP_STATE_UNSPECIFIED: GroupState
 GROUP_STATE_EMPTY: GroupState
-GROUP_STATE_PREPARING_REBALANCE: GroupState
-GROUP_STATE_COMPLETING_REBALANCE: GroupState
+GROUP_STATE_ASSIGNING: GroupState
+GROUP_STATE_RECONCILING: GroupState
 GROUP_STATE_STABLE: GroupState
 GROUP_STATE_DEAD: GroupState
+MEMBER_STATE_UNSPECIFIED: MemberState
+MEMBER_STATE_STABLE: MemberState
+MEMBER_STATE_UNREVOKED_PARTITIONS: MemberState
+MEMBER_STATE_UNRELEASED_PARTITIONS: MemberState
 
 class FindCoordinatorRequest(_message.Message):
     __slots__ = ("keys", "key_type")
@@ -58,177 +69,71 @@ class Coordinator(_message.Message):
     coordinator: _common_pb2.BrokerEndpoint
     def __init__(self, key: _Optional[str] = ..., error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., coordinator: _Optional[_Union[_common_pb2.BrokerEndpoint, _Mapping]] = ...) -> None: ...
 
-class JoinGroupRequestProtocol(_message.Message):
-    __slots__ = ("name", "metadata")
-    NAME_FIELD_NUMBER: _ClassVar[int]
-    METADATA_FIELD_NUMBER: _ClassVar[int]
-    name: str
-    metadata: bytes
-    def __init__(self, name: _Optional[str] = ..., metadata: _Optional[bytes] = ...) -> None: ...
+class SubscribedTopicNames(_message.Message):
+    __slots__ = ("names",)
+    NAMES_FIELD_NUMBER: _ClassVar[int]
+    names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, names: _Optional[_Iterable[str]] = ...) -> None: ...
 
-class JoinGroupRequest(_message.Message):
-    __slots__ = ("group_id", "session_timeout_ms", "rebalance_timeout_ms", "member_id", "group_instance_id", "protocol_type", "protocols", "reason")
+class TopicPartitionsList(_message.Message):
+    __slots__ = ("topics",)
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartitions]
+    def __init__(self, topics: _Optional[_Iterable[_Union[_common_pb2.TopicPartitions, _Mapping]]] = ...) -> None: ...
+
+class ConsumerGroupHeartbeatRequest(_message.Message):
+    __slots__ = ("group_id", "member_id", "member_epoch", "instance_id", "rack_id", "rebalance_timeout_ms", "subscribed_topic_names", "subscribed_topic_regex", "server_assignor", "owned_partitions", "client_id")
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
-    SESSION_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    RACK_ID_FIELD_NUMBER: _ClassVar[int]
     REBALANCE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
-    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
-    GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
-    PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
-    PROTOCOLS_FIELD_NUMBER: _ClassVar[int]
-    REASON_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIBED_TOPIC_NAMES_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIBED_TOPIC_REGEX_FIELD_NUMBER: _ClassVar[int]
+    SERVER_ASSIGNOR_FIELD_NUMBER: _ClassVar[int]
+    OWNED_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     group_id: str
-    session_timeout_ms: int
+    member_id: str
+    member_epoch: int
+    instance_id: str
+    rack_id: str
     rebalance_timeout_ms: int
-    member_id: str
-    group_instance_id: str
-    protocol_type: str
-    protocols: _containers.RepeatedCompositeFieldContainer[JoinGroupRequestProtocol]
-    reason: str
-    def __init__(self, group_id: _Optional[str] = ..., session_timeout_ms: _Optional[int] = ..., rebalance_timeout_ms: _Optional[int] = ..., member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., protocol_type: _Optional[str] = ..., protocols: _Optional[_Iterable[_Union[JoinGroupRequestProtocol, _Mapping]]] = ..., reason: _Optional[str] = ...) -> None: ...
+    subscribed_topic_names: SubscribedTopicNames
+    subscribed_topic_regex: str
+    server_assignor: str
+    owned_partitions: TopicPartitionsList
+    client_id: str
+    def __init__(self, group_id: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., rebalance_timeout_ms: _Optional[int] = ..., subscribed_topic_names: _Optional[_Union[SubscribedTopicNames, _Mapping]] = ..., subscribed_topic_regex: _Optional[str] = ..., server_assignor: _Optional[str] = ..., owned_partitions: _Optional[_Union[TopicPartitionsList, _Mapping]] = ..., client_id: _Optional[str] = ...) -> None: ...
 
-class JoinGroupResponseMember(_message.Message):
-    __slots__ = ("member_id", "group_instance_id", "metadata")
-    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
-    GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
-    METADATA_FIELD_NUMBER: _ClassVar[int]
-    member_id: str
-    group_instance_id: str
-    metadata: bytes
-    def __init__(self, member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., metadata: _Optional[bytes] = ...) -> None: ...
-
-class JoinGroupResponse(_message.Message):
-    __slots__ = ("error_code", "error_message", "generation_id", "protocol_type", "protocol_name", "leader", "member_id", "members")
+class ConsumerGroupHeartbeatResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "member_id", "member_epoch", "heartbeat_interval_ms", "assignment")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
-    GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
-    PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
-    PROTOCOL_NAME_FIELD_NUMBER: _ClassVar[int]
-    LEADER_FIELD_NUMBER: _ClassVar[int]
     MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
-    MEMBERS_FIELD_NUMBER: _ClassVar[int]
-    error_code: _common_pb2.ErrorCode
-    error_message: str
-    generation_id: int
-    protocol_type: str
-    protocol_name: str
-    leader: str
-    member_id: str
-    members: _containers.RepeatedCompositeFieldContainer[JoinGroupResponseMember]
-    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., generation_id: _Optional[int] = ..., protocol_type: _Optional[str] = ..., protocol_name: _Optional[str] = ..., leader: _Optional[str] = ..., member_id: _Optional[str] = ..., members: _Optional[_Iterable[_Union[JoinGroupResponseMember, _Mapping]]] = ...) -> None: ...
-
-class SyncGroupRequestAssignment(_message.Message):
-    __slots__ = ("member_id", "assignment")
-    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
-    ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
-    member_id: str
-    assignment: bytes
-    def __init__(self, member_id: _Optional[str] = ..., assignment: _Optional[bytes] = ...) -> None: ...
-
-class SyncGroupRequest(_message.Message):
-    __slots__ = ("group_id", "generation_id", "member_id", "group_instance_id", "protocol_type", "protocol_name", "assignments")
-    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
-    GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
-    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
-    GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
-    PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
-    PROTOCOL_NAME_FIELD_NUMBER: _ClassVar[int]
-    ASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str
-    protocol_type: str
-    protocol_name: str
-    assignments: _containers.RepeatedCompositeFieldContainer[SyncGroupRequestAssignment]
-    def __init__(self, group_id: _Optional[str] = ..., generation_id: _Optional[int] = ..., member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., protocol_type: _Optional[str] = ..., protocol_name: _Optional[str] = ..., assignments: _Optional[_Iterable[_Union[SyncGroupRequestAssignment, _Mapping]]] = ...) -> None: ...
-
-class SyncGroupResponse(_message.Message):
-    __slots__ = ("error_code", "error_message", "protocol_type", "protocol_name", "assignment")
-    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
-    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
-    PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
-    PROTOCOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
     error_code: _common_pb2.ErrorCode
     error_message: str
-    protocol_type: str
-    protocol_name: str
-    assignment: bytes
-    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., protocol_type: _Optional[str] = ..., protocol_name: _Optional[str] = ..., assignment: _Optional[bytes] = ...) -> None: ...
-
-class HeartbeatRequest(_message.Message):
-    __slots__ = ("group_id", "generation_id", "member_id", "group_instance_id")
-    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
-    GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
-    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
-    GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
-    group_id: str
-    generation_id: int
     member_id: str
-    group_instance_id: str
-    def __init__(self, group_id: _Optional[str] = ..., generation_id: _Optional[int] = ..., member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ...) -> None: ...
-
-class HeartbeatResponse(_message.Message):
-    __slots__ = ("error_code", "error_message")
-    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
-    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
-    error_code: _common_pb2.ErrorCode
-    error_message: str
-    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
-
-class MemberIdentity(_message.Message):
-    __slots__ = ("member_id", "group_instance_id", "reason")
-    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
-    GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
-    REASON_FIELD_NUMBER: _ClassVar[int]
-    member_id: str
-    group_instance_id: str
-    reason: str
-    def __init__(self, member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
-
-class LeaveGroupRequest(_message.Message):
-    __slots__ = ("group_id", "members")
-    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
-    MEMBERS_FIELD_NUMBER: _ClassVar[int]
-    group_id: str
-    members: _containers.RepeatedCompositeFieldContainer[MemberIdentity]
-    def __init__(self, group_id: _Optional[str] = ..., members: _Optional[_Iterable[_Union[MemberIdentity, _Mapping]]] = ...) -> None: ...
-
-class LeaveGroupResponse(_message.Message):
-    __slots__ = ("error_code", "error_message", "members")
-    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
-    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
-    MEMBERS_FIELD_NUMBER: _ClassVar[int]
-    error_code: _common_pb2.ErrorCode
-    error_message: str
-    members: _containers.RepeatedCompositeFieldContainer[MemberResponse]
-    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., members: _Optional[_Iterable[_Union[MemberResponse, _Mapping]]] = ...) -> None: ...
-
-class MemberResponse(_message.Message):
-    __slots__ = ("member_id", "group_instance_id", "error_code", "error_message")
-    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
-    GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
-    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
-    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
-    member_id: str
-    group_instance_id: str
-    error_code: _common_pb2.ErrorCode
-    error_message: str
-    def __init__(self, member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: TopicPartitionsList
+    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., assignment: _Optional[_Union[TopicPartitionsList, _Mapping]] = ...) -> None: ...
 
 class OffsetCommitRequest(_message.Message):
-    __slots__ = ("group_id", "generation_id", "member_id", "group_instance_id", "topics")
+    __slots__ = ("group_id", "member_epoch", "member_id", "topics")
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
-    GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
-    GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     group_id: str
-    generation_id: int
+    member_epoch: int
     member_id: str
-    group_instance_id: str
     topics: _containers.RepeatedCompositeFieldContainer[OffsetCommitTopic]
-    def __init__(self, group_id: _Optional[str] = ..., generation_id: _Optional[int] = ..., member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[OffsetCommitTopic, _Mapping]]] = ...) -> None: ...
+    def __init__(self, group_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., member_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[OffsetCommitTopic, _Mapping]]] = ...) -> None: ...
 
 class OffsetCommitTopic(_message.Message):
     __slots__ = ("topic", "partitions")
@@ -303,20 +208,22 @@ class OffsetFetchTopicResponse(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[OffsetFetchPartitionResponse, _Mapping]]] = ...) -> None: ...
 
 class OffsetFetchPartitionResponse(_message.Message):
-    __slots__ = ("partition", "error_code", "error_message", "committed_offset", "committed_leader_epoch", "committed_metadata")
+    __slots__ = ("partition", "error_code", "error_message", "committed_offset", "committed_leader_epoch", "committed_metadata", "commit_timestamp_ms")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_METADATA_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
     partition: int
     error_code: _common_pb2.ErrorCode
     error_message: str
     committed_offset: int
     committed_leader_epoch: int
     committed_metadata: str
-    def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., committed_offset: _Optional[int] = ..., committed_leader_epoch: _Optional[int] = ..., committed_metadata: _Optional[str] = ...) -> None: ...
+    commit_timestamp_ms: int
+    def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., committed_offset: _Optional[int] = ..., committed_leader_epoch: _Optional[int] = ..., committed_metadata: _Optional[str] = ..., commit_timestamp_ms: _Optional[int] = ...) -> None: ...
 
 class ListGroupsRequest(_message.Message):
     __slots__ = ("states_filter",)
@@ -335,14 +242,14 @@ class ListGroupsResponse(_message.Message):
     def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., groups: _Optional[_Iterable[_Union[ListedGroup, _Mapping]]] = ...) -> None: ...
 
 class ListedGroup(_message.Message):
-    __slots__ = ("group_id", "protocol_type", "group_state")
+    __slots__ = ("group_id", "group_type", "group_state")
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
-    PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_TYPE_FIELD_NUMBER: _ClassVar[int]
     GROUP_STATE_FIELD_NUMBER: _ClassVar[int]
     group_id: str
-    protocol_type: str
+    group_type: str
     group_state: GroupState
-    def __init__(self, group_id: _Optional[str] = ..., protocol_type: _Optional[str] = ..., group_state: _Optional[_Union[GroupState, str]] = ...) -> None: ...
+    def __init__(self, group_id: _Optional[str] = ..., group_type: _Optional[str] = ..., group_state: _Optional[_Union[GroupState, str]] = ...) -> None: ...
 
 class DescribeGroupsRequest(_message.Message):
     __slots__ = ("group_ids",)
@@ -357,38 +264,90 @@ class DescribeGroupsResponse(_message.Message):
     def __init__(self, groups: _Optional[_Iterable[_Union[DescribedGroup, _Mapping]]] = ...) -> None: ...
 
 class DescribedGroup(_message.Message):
-    __slots__ = ("error_code", "error_message", "group_id", "group_state", "protocol_type", "protocol_name", "members")
+    __slots__ = ("error_code", "error_message", "group_id", "group_state", "group_epoch", "assignment_epoch", "assignor_name", "members")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     GROUP_STATE_FIELD_NUMBER: _ClassVar[int]
-    PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
-    PROTOCOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    GROUP_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENT_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNOR_NAME_FIELD_NUMBER: _ClassVar[int]
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     error_code: _common_pb2.ErrorCode
     error_message: str
     group_id: str
     group_state: GroupState
-    protocol_type: str
-    protocol_name: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
     members: _containers.RepeatedCompositeFieldContainer[DescribedGroupMember]
-    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., group_id: _Optional[str] = ..., group_state: _Optional[_Union[GroupState, str]] = ..., protocol_type: _Optional[str] = ..., protocol_name: _Optional[str] = ..., members: _Optional[_Iterable[_Union[DescribedGroupMember, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., group_id: _Optional[str] = ..., group_state: _Optional[_Union[GroupState, str]] = ..., group_epoch: _Optional[int] = ..., assignment_epoch: _Optional[int] = ..., assignor_name: _Optional[str] = ..., members: _Optional[_Iterable[_Union[DescribedGroupMember, _Mapping]]] = ...) -> None: ...
 
 class DescribedGroupMember(_message.Message):
-    __slots__ = ("member_id", "group_instance_id", "client_id", "client_host", "member_metadata", "member_assignment")
+    __slots__ = ("member_id", "instance_id", "rack_id", "member_epoch", "client_id", "client_host", "subscribed_topic_names", "subscribed_topic_regex", "assignment", "target_assignment", "member_state")
     MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
-    GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    RACK_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     CLIENT_HOST_FIELD_NUMBER: _ClassVar[int]
-    MEMBER_METADATA_FIELD_NUMBER: _ClassVar[int]
-    MEMBER_ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIBED_TOPIC_NAMES_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIBED_TOPIC_REGEX_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    TARGET_ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_STATE_FIELD_NUMBER: _ClassVar[int]
     member_id: str
-    group_instance_id: str
+    instance_id: str
+    rack_id: str
+    member_epoch: int
     client_id: str
     client_host: str
-    member_metadata: bytes
-    member_assignment: bytes
-    def __init__(self, member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., member_metadata: _Optional[bytes] = ..., member_assignment: _Optional[bytes] = ...) -> None: ...
+    subscribed_topic_names: _containers.RepeatedScalarFieldContainer[str]
+    subscribed_topic_regex: str
+    assignment: _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartitions]
+    target_assignment: _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartitions]
+    member_state: MemberState
+    def __init__(self, member_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscribed_topic_names: _Optional[_Iterable[str]] = ..., subscribed_topic_regex: _Optional[str] = ..., assignment: _Optional[_Iterable[_Union[_common_pb2.TopicPartitions, _Mapping]]] = ..., target_assignment: _Optional[_Iterable[_Union[_common_pb2.TopicPartitions, _Mapping]]] = ..., member_state: _Optional[_Union[MemberState, str]] = ...) -> None: ...
+
+class DeleteGroupsRequest(_message.Message):
+    __slots__ = ("group_ids",)
+    GROUP_IDS_FIELD_NUMBER: _ClassVar[int]
+    group_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, group_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DeleteGroupsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[DeletedGroup]
+    def __init__(self, results: _Optional[_Iterable[_Union[DeletedGroup, _Mapping]]] = ...) -> None: ...
+
+class DeletedGroup(_message.Message):
+    __slots__ = ("group_id", "error_code", "error_message")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    error_code: _common_pb2.ErrorCode
+    error_message: str
+    def __init__(self, group_id: _Optional[str] = ..., error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class OffsetDeleteRequest(_message.Message):
+    __slots__ = ("group_id", "topics")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    topics: _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartitions]
+    def __init__(self, group_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[_common_pb2.TopicPartitions, _Mapping]]] = ...) -> None: ...
+
+class OffsetDeleteResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "results")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    error_code: _common_pb2.ErrorCode
+    error_message: str
+    results: _containers.RepeatedCompositeFieldContainer[_common_pb2.PartitionResult]
+    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., results: _Optional[_Iterable[_Union[_common_pb2.PartitionResult, _Mapping]]] = ...) -> None: ...
 
 class InitProducerIdRequest(_message.Message):
     __slots__ = ("transactional_id", "transaction_timeout_ms", "producer_id", "producer_epoch")

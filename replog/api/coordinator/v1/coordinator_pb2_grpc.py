@@ -28,11 +28,20 @@ if _version_not_supported:
 class CoordinatorServiceStub:
     """CoordinatorService runs on every broker. The group coordinator of a group is
     the leader of the partition of __consumer_offsets that the group id hashes
-    to; the transaction coordinator of a transactional id is the leader of its
-    partition of __transaction_state. FindCoordinator may be sent to any
-    broker; every other RPC goes to the coordinator it names, and a broker that
-    is not (or no longer) that coordinator answers ERROR_CODE_NOT_COORDINATOR,
-    after which the client finds the coordinator again.
+    to (abs(Java's String.hashCode(group_id)) % offsets.topic.num.partitions, as
+    Kafka places it); the transaction coordinator of a transactional id is the
+    leader of its partition of __transaction_state. FindCoordinator may be sent
+    to any broker; every other RPC goes to the coordinator it names, and a
+    broker that is not (or no longer) that coordinator answers
+    ERROR_CODE_NOT_COORDINATOR, after which the client finds the coordinator
+    again. A coordinator that is still reading its partition answers
+    ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS: retry after a short backoff.
+
+    Consumer groups follow Kafka's KIP-848 protocol: the coordinator computes
+    the assignment (server-side assignors) and each member only heartbeats.
+    A member id is a UUID the client makes once per process (KIP-1082), so a
+    heartbeat whose answer was lost can be sent again without leaving a second
+    member behind.
 
     Errors: request-level or per-item ErrorCodes. A gRPC status other than OK
     means the request was not processed at all: INVALID_ARGUMENT (malformed;
@@ -51,25 +60,10 @@ class CoordinatorServiceStub:
                 request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.FindCoordinatorRequest.SerializeToString,
                 response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.FindCoordinatorResponse.FromString,
                 _registered_method=True)
-        self.JoinGroup = channel.unary_unary(
-                '/replog.api.coordinator.v1.CoordinatorService/JoinGroup',
-                request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.JoinGroupRequest.SerializeToString,
-                response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.JoinGroupResponse.FromString,
-                _registered_method=True)
-        self.SyncGroup = channel.unary_unary(
-                '/replog.api.coordinator.v1.CoordinatorService/SyncGroup',
-                request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.SyncGroupRequest.SerializeToString,
-                response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.SyncGroupResponse.FromString,
-                _registered_method=True)
-        self.Heartbeat = channel.unary_unary(
-                '/replog.api.coordinator.v1.CoordinatorService/Heartbeat',
-                request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.HeartbeatRequest.SerializeToString,
-                response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.HeartbeatResponse.FromString,
-                _registered_method=True)
-        self.LeaveGroup = channel.unary_unary(
-                '/replog.api.coordinator.v1.CoordinatorService/LeaveGroup',
-                request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.LeaveGroupRequest.SerializeToString,
-                response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.LeaveGroupResponse.FromString,
+        self.ConsumerGroupHeartbeat = channel.unary_unary(
+                '/replog.api.coordinator.v1.CoordinatorService/ConsumerGroupHeartbeat',
+                request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+                response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
                 _registered_method=True)
         self.OffsetCommit = channel.unary_unary(
                 '/replog.api.coordinator.v1.CoordinatorService/OffsetCommit',
@@ -91,6 +85,16 @@ class CoordinatorServiceStub:
                 request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DescribeGroupsRequest.SerializeToString,
                 response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DescribeGroupsResponse.FromString,
                 _registered_method=True)
+        self.DeleteGroups = channel.unary_unary(
+                '/replog.api.coordinator.v1.CoordinatorService/DeleteGroups',
+                request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.SerializeToString,
+                response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.FromString,
+                _registered_method=True)
+        self.OffsetDelete = channel.unary_unary(
+                '/replog.api.coordinator.v1.CoordinatorService/OffsetDelete',
+                request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.SerializeToString,
+                response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.FromString,
+                _registered_method=True)
         self.InitProducerId = channel.unary_unary(
                 '/replog.api.coordinator.v1.CoordinatorService/InitProducerId',
                 request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.InitProducerIdRequest.SerializeToString,
@@ -111,11 +115,20 @@ class CoordinatorServiceStub:
 class CoordinatorServiceServicer:
     """CoordinatorService runs on every broker. The group coordinator of a group is
     the leader of the partition of __consumer_offsets that the group id hashes
-    to; the transaction coordinator of a transactional id is the leader of its
-    partition of __transaction_state. FindCoordinator may be sent to any
-    broker; every other RPC goes to the coordinator it names, and a broker that
-    is not (or no longer) that coordinator answers ERROR_CODE_NOT_COORDINATOR,
-    after which the client finds the coordinator again.
+    to (abs(Java's String.hashCode(group_id)) % offsets.topic.num.partitions, as
+    Kafka places it); the transaction coordinator of a transactional id is the
+    leader of its partition of __transaction_state. FindCoordinator may be sent
+    to any broker; every other RPC goes to the coordinator it names, and a
+    broker that is not (or no longer) that coordinator answers
+    ERROR_CODE_NOT_COORDINATOR, after which the client finds the coordinator
+    again. A coordinator that is still reading its partition answers
+    ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS: retry after a short backoff.
+
+    Consumer groups follow Kafka's KIP-848 protocol: the coordinator computes
+    the assignment (server-side assignors) and each member only heartbeats.
+    A member id is a UUID the client makes once per process (KIP-1082), so a
+    heartbeat whose answer was lost can be sent again without leaving a second
+    member behind.
 
     Errors: request-level or per-item ErrorCodes. A gRPC status other than OK
     means the request was not processed at all: INVALID_ARGUMENT (malformed;
@@ -124,42 +137,23 @@ class CoordinatorServiceServicer:
     """
 
     def FindCoordinator(self, request, context):
-        """Finds the coordinator of groups or transactional ids.
+        """Finds the coordinator of groups or transactional ids; creates
+        __consumer_offsets on first use.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def JoinGroup(self, request, context):
-        """Joins a group, starting or joining a rebalance.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def SyncGroup(self, request, context):
-        """Hands out the leader's assignment after a join.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def Heartbeat(self, request, context):
-        """Keeps a member alive and tells it when to rejoin.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def LeaveGroup(self, request, context):
-        """Removes members from a group.
+    def ConsumerGroupHeartbeat(self, request, context):
+        """Joins, stays in, or leaves a consumer group, and learns the member's
+        assignment (KIP-848).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def OffsetCommit(self, request, context):
-        """Commits consumed offsets for a group.
+        """Commits consumed offsets for a group; answered once the commit is durable.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -180,7 +174,21 @@ class CoordinatorServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DescribeGroups(self, request, context):
-        """Describes groups and their members.
+        """Describes groups, their members and assignments.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteGroups(self, request, context):
+        """Deletes empty groups and their committed offsets.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def OffsetDelete(self, request, context):
+        """Deletes a group's committed offsets of some partitions.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -215,25 +223,10 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.FindCoordinatorRequest.FromString,
                     response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.FindCoordinatorResponse.SerializeToString,
             ),
-            'JoinGroup': grpc.unary_unary_rpc_method_handler(
-                    servicer.JoinGroup,
-                    request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.JoinGroupRequest.FromString,
-                    response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.JoinGroupResponse.SerializeToString,
-            ),
-            'SyncGroup': grpc.unary_unary_rpc_method_handler(
-                    servicer.SyncGroup,
-                    request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.SyncGroupRequest.FromString,
-                    response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.SyncGroupResponse.SerializeToString,
-            ),
-            'Heartbeat': grpc.unary_unary_rpc_method_handler(
-                    servicer.Heartbeat,
-                    request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.HeartbeatRequest.FromString,
-                    response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.HeartbeatResponse.SerializeToString,
-            ),
-            'LeaveGroup': grpc.unary_unary_rpc_method_handler(
-                    servicer.LeaveGroup,
-                    request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.LeaveGroupRequest.FromString,
-                    response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.LeaveGroupResponse.SerializeToString,
+            'ConsumerGroupHeartbeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.ConsumerGroupHeartbeat,
+                    request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.FromString,
+                    response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.SerializeToString,
             ),
             'OffsetCommit': grpc.unary_unary_rpc_method_handler(
                     servicer.OffsetCommit,
@@ -254,6 +247,16 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.DescribeGroups,
                     request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DescribeGroupsRequest.FromString,
                     response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DescribeGroupsResponse.SerializeToString,
+            ),
+            'DeleteGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteGroups,
+                    request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.FromString,
+                    response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.SerializeToString,
+            ),
+            'OffsetDelete': grpc.unary_unary_rpc_method_handler(
+                    servicer.OffsetDelete,
+                    request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.FromString,
+                    response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.SerializeToString,
             ),
             'InitProducerId': grpc.unary_unary_rpc_method_handler(
                     servicer.InitProducerId,
@@ -281,11 +284,20 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
 class CoordinatorService:
     """CoordinatorService runs on every broker. The group coordinator of a group is
     the leader of the partition of __consumer_offsets that the group id hashes
-    to; the transaction coordinator of a transactional id is the leader of its
-    partition of __transaction_state. FindCoordinator may be sent to any
-    broker; every other RPC goes to the coordinator it names, and a broker that
-    is not (or no longer) that coordinator answers ERROR_CODE_NOT_COORDINATOR,
-    after which the client finds the coordinator again.
+    to (abs(Java's String.hashCode(group_id)) % offsets.topic.num.partitions, as
+    Kafka places it); the transaction coordinator of a transactional id is the
+    leader of its partition of __transaction_state. FindCoordinator may be sent
+    to any broker; every other RPC goes to the coordinator it names, and a
+    broker that is not (or no longer) that coordinator answers
+    ERROR_CODE_NOT_COORDINATOR, after which the client finds the coordinator
+    again. A coordinator that is still reading its partition answers
+    ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS: retry after a short backoff.
+
+    Consumer groups follow Kafka's KIP-848 protocol: the coordinator computes
+    the assignment (server-side assignors) and each member only heartbeats.
+    A member id is a UUID the client makes once per process (KIP-1082), so a
+    heartbeat whose answer was lost can be sent again without leaving a second
+    member behind.
 
     Errors: request-level or per-item ErrorCodes. A gRPC status other than OK
     means the request was not processed at all: INVALID_ARGUMENT (malformed;
@@ -321,7 +333,7 @@ class CoordinatorService:
             _registered_method=True)
 
     @staticmethod
-    def JoinGroup(request,
+    def ConsumerGroupHeartbeat(request,
             target,
             options=(),
             channel_credentials=None,
@@ -334,90 +346,9 @@ class CoordinatorService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/replog.api.coordinator.v1.CoordinatorService/JoinGroup',
-            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.JoinGroupRequest.SerializeToString,
-            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.JoinGroupResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def SyncGroup(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/replog.api.coordinator.v1.CoordinatorService/SyncGroup',
-            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.SyncGroupRequest.SerializeToString,
-            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.SyncGroupResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def Heartbeat(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/replog.api.coordinator.v1.CoordinatorService/Heartbeat',
-            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.HeartbeatRequest.SerializeToString,
-            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.HeartbeatResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def LeaveGroup(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/replog.api.coordinator.v1.CoordinatorService/LeaveGroup',
-            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.LeaveGroupRequest.SerializeToString,
-            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.LeaveGroupResponse.FromString,
+            '/replog.api.coordinator.v1.CoordinatorService/ConsumerGroupHeartbeat',
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatRequest.SerializeToString,
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.ConsumerGroupHeartbeatResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -526,6 +457,60 @@ class CoordinatorService:
             '/replog.api.coordinator.v1.CoordinatorService/DescribeGroups',
             replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DescribeGroupsRequest.SerializeToString,
             replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DescribeGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/replog.api.coordinator.v1.CoordinatorService/DeleteGroups',
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DeleteGroupsRequest.SerializeToString,
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DeleteGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OffsetDelete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/replog.api.coordinator.v1.CoordinatorService/OffsetDelete',
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.OffsetDeleteRequest.SerializeToString,
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.OffsetDeleteResponse.FromString,
             options,
             channel_credentials,
             insecure,
