@@ -1,0 +1,1 @@
+"""Consumer groups (KIP-848): the group coordinator's rules, pure."""
