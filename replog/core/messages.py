@@ -28,6 +28,21 @@ ACKS_LEADER = 1
 ACKS_ALL = -1
 
 
+# ---- where brokers listen -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    broker_id: int
+    host: str
+    port: int
+    rack: str = ""
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
 # ---- from the controller ---------------------------------------------------
 
 

@@ -18,6 +18,10 @@ DEV_DEFAULTS = {
     "zookeeper.session.timeout.ms": "6000",
     "replica.lag.time.max.ms": "10000",
     "controlled.shutdown.retry.backoff.ms": "200",
+    # A consumer that dies leaves its group in 6 s; members heartbeat twice a second, so that
+    # partitions move between them in a few hundred milliseconds.
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.heartbeat.interval.ms": "500",
 }
 
 

@@ -17,7 +17,14 @@ from replog.api.common.v1 import common_pb2
 from replog.core.epoch_cache import EpochEndOffset
 from replog.core.errors import ErrorCode
 from replog.core.fetch_session import PartitionFetch, SessionRequest
-from replog.core.messages import FetchPlan, FetchRequest, FetchResponse, ListedOffset, PartitionState
+from replog.core.messages import (
+    BrokerEndpoint,
+    FetchPlan,
+    FetchRequest,
+    FetchResponse,
+    ListedOffset,
+    PartitionState,
+)
 from replog.core.records import BatchInfo
 from replog.core.topic_partition import TopicPartition
 from replog.protocol.batch import read_header
@@ -160,6 +167,23 @@ def fill_epoch_end_offset(result: broker_pb2.OffsetForLeaderPartitionResult, err
 
 
 # -- controller -> broker requests, as the broker reads them ----------------------------------
+
+
+def endpoints_of(endpoints: Iterable[common_pb2.BrokerEndpoint]) -> list[BrokerEndpoint]:
+    return [BrokerEndpoint(e.broker_id, e.host, e.port, e.rack) for e in endpoints]
+
+
+def metadata_partitions(states: Iterable[broker_pb2.UpdateMetadataPartitionState]
+                        ) -> tuple[list[tuple[TopicPartition, int]], list[TopicPartition]]:
+    """UpdateMetadata's partitions: (those that exist, with their leader), (those of topics being deleted)."""
+    live, deleted = [], []
+    for state in states:
+        key = TopicPartition(state.topic, state.partition)
+        if state.leader_epoch == DELETION_LEADER_EPOCH:
+            deleted.append(key)
+        else:
+            live.append((key, state.leader))
+    return live, deleted
 
 
 def partition_state_of(state: broker_pb2.LeaderAndIsrPartitionState) -> PartitionState:

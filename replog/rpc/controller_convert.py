@@ -67,6 +67,18 @@ def new_topics(request: controller_pb2.CreateTopicsRequest) -> list[NewTopic]:
             for t in request.topics]
 
 
+def create_topics_request(topics: Iterable[NewTopic], timeout_ms: int) -> controller_pb2.CreateTopicsRequest:
+    return controller_pb2.CreateTopicsRequest(
+        topics=[controller_pb2.CreatableTopic(name=t.name, num_partitions=t.num_partitions,
+                                              replication_factor=t.replication_factor, configs=dict(t.configs))
+                for t in topics],
+        timeout_ms=timeout_ms)
+
+
+def topic_outcomes(response: controller_pb2.CreateTopicsResponse) -> list[TopicOutcome]:
+    return [TopicOutcome(t.name, ErrorCode.of(t.error_code), t.error_message) for t in response.topics]
+
+
 def create_topics_response(outcomes: Iterable[TopicOutcome]) -> controller_pb2.CreateTopicsResponse:
     return controller_pb2.CreateTopicsResponse(topics=[
         controller_pb2.CreatableTopicResult(

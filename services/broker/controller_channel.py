@@ -17,6 +17,7 @@ from replog.api.controller.v1 import controller_pb2, controller_pb2_grpc
 from replog.core.errors import ErrorCode
 from replog.core.messages import AlterPartitionRequest, AlterPartitionResponse
 from replog.core.topic_partition import TopicPartition
+from replog.core.topic_plan import NewTopic, TopicOutcome
 from replog.rpc import controller_convert
 from replog.rpc.server import channel_options
 from replog.zk.store import ControllerInfo
@@ -99,6 +100,20 @@ class ControllerChannel:
             log.warning("controlled shutdown refused: %s %s", error.name, response.error_message)
             return [UNKNOWN_REMAINING]
         return controller_convert.remaining_partitions(response)
+
+    async def create_topic(self, topic: NewTopic) -> TopicOutcome:
+        """Ask the active controller to create a topic (the internal ones, on first use)."""
+        controller = self._controller
+        if controller is None:
+            return TopicOutcome(topic.name, ErrorCode.NOT_CONTROLLER, "no active controller is known")
+        stub = controller_pb2_grpc.ControllerServiceStub(self._channel_to(controller))
+        try:
+            response = await stub.CreateTopics(controller_convert.create_topics_request([topic], 0),
+                                               timeout=ALTER_PARTITION_TIMEOUT_S)
+        except grpc.aio.AioRpcError as error:
+            return TopicOutcome(topic.name, ErrorCode.NOT_CONTROLLER, f"the controller answered {error.code().name}")
+        [outcome] = controller_convert.topic_outcomes(response)
+        return outcome
 
     def _channel_to(self, controller: ControllerInfo) -> grpc.aio.Channel:
         """The channel to the active controller (the one /controller named last)."""

@@ -24,3 +24,37 @@ LOG_SIZE = prometheus_client.Gauge("replog_log_size_bytes", "Size of a partition
 REPLICA_LAG = prometheus_client.Gauge(
     "replog_replica_lag_records", "How many records a follower is behind the leader's log end offset.",
     ["topic", "partition", "replica"])
+
+# Consumer groups, served by the broker that coordinates each group (DESIGN §13, §17).
+CONSUMERGROUP_MEMBERS = prometheus_client.Gauge(
+    "replog_consumergroup_members", "Members of a consumer group coordinated here.", ["group"])
+CONSUMERGROUP_STATE = prometheus_client.Gauge(
+    "replog_consumergroup_state",
+    "State of a consumer group coordinated here: 1 empty, 2 assigning, 3 reconciling, 4 stable.", ["group"])
+CONSUMERGROUP_LAG = prometheus_client.Gauge(
+    "replog_consumergroup_lag", "Records between a group's committed offset and the partition's high watermark.",
+    ["group", "topic", "partition"])
+GROUP_REBALANCES = prometheus_client.Counter(
+    "replog_group_rebalances_total", "New group epochs: a member joined or left, or subscriptions or topics changed.",
+    ["group"])
+GROUP_REBALANCE_SECONDS = prometheus_client.Histogram(
+    "replog_group_rebalance_seconds", "From a new group epoch until every member owns its target assignment.",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
+GROUP_COMMIT_SECONDS = prometheus_client.Histogram(
+    "replog_group_commit_seconds", "From an OffsetCommit's arrival until it is durable and answered.",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1))
+
+
+_groups_reported: set[str] = set()
+
+
+def set_group_gauges(members: dict[str, int], states: dict[str, int]) -> None:
+    """Members and state of every group coordinated here; groups no longer here lose their series."""
+    for group in _groups_reported - members.keys():
+        CONSUMERGROUP_MEMBERS.remove(group)
+        CONSUMERGROUP_STATE.remove(group)
+    for group in members:
+        CONSUMERGROUP_MEMBERS.labels(group).set(members[group])
+        CONSUMERGROUP_STATE.labels(group).set(states[group])
+    _groups_reported.clear()
+    _groups_reported.update(members)

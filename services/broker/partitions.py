@@ -46,11 +46,14 @@ class Partitions:
         send_fetch: Callable[[PartitionDriver, SendFetch], None],
         propose_isr: Callable[[PartitionDriver, ProposeIsr], None],
         cleanup_interval_ms: int = 300_000,
+        # Called when a hosted partition's role or leader epoch changes, or it stops.
+        role_changed: Callable[[PartitionDriver], None] = lambda driver: None,
     ) -> None:
         self.broker_id = broker_id
         self._topic_settings = topic_settings
         self._send_fetch = send_fetch
         self._propose_isr = propose_isr
+        self._role_changed = role_changed
         self.hosted = HostedReplicas(broker_id, log_dirs, self)
         self.controller_epoch = 0
         self.metadata = MetadataCache()
@@ -99,15 +102,18 @@ class Partitions:
 
     def leader_and_isr(self, topic: str, partition: int, state: PartitionState) -> ErrorCode:
         key = TopicPartition(topic, partition)
-        self.metadata.learn((key,))
+        self.metadata.learn(((key, state.leader),))
         now = now_ms()
         driver = self.hosted.get(key)
         if driver is None:
             driver = self.hosted.open(key, self._topic_settings(topic), now)
+        before = (driver.replica.role, driver.replica.leader_epoch)
         error = driver.leader_and_isr(state, now)
         if error != ErrorCode.NONE:
             log.warning("%s: LeaderAndIsr at leader epoch %d refused: %s", driver.name, state.leader_epoch,
                         error.name)
+        if (driver.replica.role, driver.replica.leader_epoch) != before:
+            self._role_changed(driver)  # who leads what moved: the group coordinators follow
         return error
 
     def stop_replica(self, topic: str, partition: int, delete: bool) -> ErrorCode:
@@ -115,6 +121,7 @@ class Partitions:
         if driver is None:
             return ErrorCode.NONE
         driver.stop(now_ms())
+        self._role_changed(driver)
         driver.log.close()
         if delete:
             shutil.rmtree(driver.log.directory, ignore_errors=True)

@@ -14,6 +14,9 @@ from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from replog.api.coordinator.v1 import coordinator_pb2, coordinator_pb2_grpc
 from replog.broker import metrics
 from replog.broker.controller_channel import ControllerChannel, ProposalKey
+from replog.broker.coordinator_servicer import CoordinatorServicer, OffsetsTopicSettings
+from replog.broker.group_coordinator import GroupCoordinators
+from replog.broker.group_settings import GROUP_SETTINGS, group_config
 from replog.broker.fetcher import LeaderFetcher
 from replog.broker.meta import check_log_dirs
 from replog.broker.partitions import Partitions, TopicSettings, now_ms
@@ -21,6 +24,7 @@ from replog.broker.servicer import BrokerServicer
 from replog.config import Setting
 from replog.core.config import ReplicaConfig
 from replog.core.messages import AlterPartitionResponse, ProposeIsr, SendFetch
+from replog.core.group.placement import OFFSETS_TOPIC
 from replog.core.partition_driver import PartitionDriver
 from replog.core.topic_partition import TopicPartition
 from replog.storage import LogConfig, LogConfigError
@@ -66,6 +70,7 @@ SETTINGS: tuple[Setting, ...] = (
             "wait between controlled shutdown attempts"),
     Setting("log.retention.check.interval.ms", configuration.integer(100, 2**31 - 1), 300_000,
             "how often retention deletes old segments and compacted topics are cleaned"),
+    *GROUP_SETTINGS,
     *configuration.ZOOKEEPER_SETTINGS,
     *configuration.SERVER_SETTINGS,
 )
@@ -105,21 +110,24 @@ class BrokerProcess:
         self._controlled_shutdown = (config["controlled.shutdown.enable"], config["controlled.shutdown.max.retries"],
                                      config["controlled.shutdown.retry.backoff.ms"] / 1000)
         self._topic_configs: dict[str, TopicSettings] = {}
-        self._endpoints: dict[int, str] = {}
         self._fetchers: dict[int, LeaderFetcher] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._controller = ControllerChannel(self.broker_id, self._max_message_bytes, self._on_alter_partition_answer)
         self._partitions = Partitions(self.broker_id, self._log_dirs, self._settings_for,
                                       self._send_fetch, self._propose_isr,
-                                      cleanup_interval_ms=config["log.retention.check.interval.ms"])
+                                      cleanup_interval_ms=config["log.retention.check.interval.ms"],
+                                      role_changed=self._on_role_changed)
+        self._groups = GroupCoordinators(self._partitions, group_config(config),
+                                         retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
+                                         commit_timeout_ms=config["offsets.commit.timeout.ms"])
+        self._offsets_topic = OffsetsTopicSettings(config["offsets.topic.num.partitions"],
+                                                   config["offsets.topic.replication.factor"])
 
     def add_to_server(self, server: grpc.aio.Server) -> Sequence[str]:
-        servicer = BrokerServicer(self._partitions, lambda: self.broker_epoch,
-                                  self._learn_topics, self._learn_endpoints)
+        servicer = BrokerServicer(self._partitions, lambda: self.broker_epoch, self._learn_topics)
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(servicer, server)
-        # Group and transaction coordination are not built yet: every call answers UNIMPLEMENTED.
         coordinator_pb2_grpc.add_CoordinatorServiceServicer_to_server(
-            coordinator_pb2_grpc.CoordinatorServiceServicer(), server)
+            CoordinatorServicer(self._groups, self._partitions.metadata, self._controller, self._offsets_topic), server)
         return [broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name,
                 coordinator_pb2.DESCRIPTOR.services_by_name["CoordinatorService"].full_name]
 
@@ -129,6 +137,7 @@ class BrokerProcess:
         check_log_dirs(self._log_dirs, broker_id=self.broker_id, cluster_id=cluster_id)
         self._partitions.start()
         self._controller.start()
+        self._groups.start()
         metrics.PARTITION_COUNT.set(0)
         metrics.LEADER_COUNT.set(0)
         await self._register()
@@ -148,6 +157,7 @@ class BrokerProcess:
         for fetcher in self._fetchers.values():
             await fetcher.stop()
         await self._controller.stop()
+        await self._groups.stop()
         await self._partitions.close()
         await self._store.stop()
 
@@ -208,15 +218,15 @@ class BrokerProcess:
     def _settings_for(self, topic: str) -> TopicSettings:
         return self._topic_configs[topic]
 
-    def _learn_endpoints(self, endpoints: list) -> None:
-        for endpoint in endpoints:
-            self._endpoints[endpoint.broker_id] = f"{endpoint.host}:{endpoint.port}"
+    def _on_role_changed(self, driver: PartitionDriver) -> None:
+        if driver.topic == OFFSETS_TOPIC:
+            self._groups.leadership_changed(driver)
 
     def _send_fetch(self, driver: PartitionDriver, message: SendFetch) -> None:
         fetcher = self._fetchers.get(message.leader_id)
         if fetcher is None:
             leader_id = message.leader_id
-            fetcher = LeaderFetcher(self._partitions, leader_id, lambda: self._endpoints.get(leader_id),
+            fetcher = LeaderFetcher(self._partitions, leader_id, lambda: self._partitions.metadata.address_of(leader_id),
                                     lambda: self.broker_epoch or -1, self._max_message_bytes)
             self._fetchers[leader_id] = fetcher
         fetcher.add(driver, message)

@@ -13,8 +13,7 @@ from replog.broker.fetch import handle_fetch, handle_list_offsets, handle_offset
 from replog.broker.partitions import Partitions
 from replog.broker.produce import answer_produce, append_produce, handle_produce
 from replog.core.errors import ErrorCode
-from replog.core.topic_partition import TopicPartition
-from replog.rpc.broker_convert import partition_state_of
+from replog.rpc.broker_convert import endpoints_of, metadata_partitions, partition_state_of
 from replog.rpc.streams import answer_in_order
 
 log = logging.getLogger("replog.broker")
@@ -23,8 +22,6 @@ log = logging.getLogger("replog.broker")
 # stream is not read further until the oldest is answered (a producer's
 # max.in.flight.requests.per.connection is 5).
 STREAM_IN_FLIGHT_MAX = 32
-# UpdateMetadata's leader epoch for a partition of a topic being deleted.
-LEADER_EPOCH_DURING_DELETE = -2
 
 T = TypeVar("T")
 
@@ -35,12 +32,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         partitions: Partitions,
         broker_epoch: Callable[[], int | None],
         learn_topics: Callable[[set[str]], Awaitable[None]],
-        learn_endpoints: Callable[[list], None],
     ) -> None:
         self._partitions = partitions
         self._broker_epoch = broker_epoch
         self._learn_topics = learn_topics
-        self._learn_endpoints = learn_endpoints
         self._fetch_sessions = new_fetch_sessions()
 
     async def Produce(self, request: broker_pb2.ProduceRequest, context: grpc.aio.ServicerContext) -> broker_pb2.ProduceResponse:
@@ -96,7 +91,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         error = self._fence(request.controller_epoch, request.broker_epoch)
         if error != ErrorCode.NONE:
             return broker_pb2.LeaderAndIsrResponse(error_code=int(error), error_message=_fence_message(error))
-        self._learn_endpoints(list(request.live_leaders))
+        self._partitions.metadata.add_brokers(endpoints_of(request.live_leaders))
         await self._learn_topics({state.topic for state in request.partition_states})
         response = broker_pb2.LeaderAndIsrResponse(error_code=int(ErrorCode.NONE))
         for state in request.partition_states:
@@ -122,13 +117,11 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         error = self._fence(request.controller_epoch, request.broker_epoch)
         if error != ErrorCode.NONE:
             return broker_pb2.UpdateMetadataResponse(error_code=int(error), error_message=_fence_message(error))
-        self._learn_endpoints(list(request.live_brokers))
-        # A partition of a topic being deleted comes with leader epoch -2 (LEADER_EPOCH_DURING_DELETE).
         metadata = self._partitions.metadata
-        metadata.learn(TopicPartition(s.topic, s.partition) for s in request.partition_states
-                       if s.leader_epoch != LEADER_EPOCH_DURING_DELETE)
-        metadata.forget(TopicPartition(s.topic, s.partition) for s in request.partition_states
-                        if s.leader_epoch == LEADER_EPOCH_DURING_DELETE)
+        metadata.set_brokers(endpoints_of(request.live_brokers))
+        live, deleted = metadata_partitions(request.partition_states)
+        metadata.learn(live)
+        metadata.forget(deleted)
         return broker_pb2.UpdateMetadataResponse(error_code=int(ErrorCode.NONE))
 
 

@@ -35,7 +35,7 @@ def answers(tmp_path, *requests: broker_pb2.LeaderAndIsrRequest) -> list[int]:
         async def learn_topics(_topics) -> None:
             return None
 
-        servicer = BrokerServicer(partitions, lambda: OUR_EPOCH, learn_topics, lambda _endpoints: None)
+        servicer = BrokerServicer(partitions, lambda: OUR_EPOCH, learn_topics)
         try:
             return [(await servicer.LeaderAndIsr(request, None)).error_code for request in requests]
         finally:
