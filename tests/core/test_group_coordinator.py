@@ -5,10 +5,10 @@ import pytest
 from replog.core.errors import ErrorCode
 from replog.core.group.group import GROUP_TRANSITIONS, GroupEvent, GroupState
 from replog.core.group.member import JOIN_EPOCH, MemberState
-from replog.core.group.requests import CommitRequest, OffsetCommit
+from replog.core.group.requests import CommitRequest, HeartbeatRequest, OffsetCommit
 from replog.core.topic_partition import TopicPartition
 
-from .group_harness import GROUP, Cluster, Consumer, assert_one_owner_each, owners, settle
+from tests.sim.groups import GROUP, Cluster, Consumer, as_mapping, assert_one_owner_each, owners, settle
 
 T = [TopicPartition("t", p) for p in range(6)]
 
@@ -85,7 +85,6 @@ def test_a_member_that_does_not_give_up_partitions_in_its_rebalance_timeout_is_r
 def _stubborn(consumer):
     from replog.core.group.requests import HeartbeatRequest
 
-    from .group_harness import as_mapping
     return HeartbeatRequest(GROUP, consumer.member_id, consumer.epoch, owned=as_mapping(set(T)))
 
 
@@ -149,7 +148,6 @@ def test_an_old_epoch_is_fenced_but_the_previous_one_is_accepted_when_its_answer
 def _at_epoch(consumer, epoch):
     from replog.core.group.requests import HeartbeatRequest
 
-    from .group_harness import as_mapping
     return HeartbeatRequest(GROUP, consumer.member_id, epoch, owned=as_mapping(consumer.owned))
 
 

@@ -1,5 +1,5 @@
-"""Consumer groups under random schedules (Hypothesis): joins, leaves, crashes, lost answers, new
-partitions and coordinator failovers, in logical time.
+"""The simulator's consumer groups under random schedules (Hypothesis): joins, leaves, crashes, lost
+answers, new partitions and coordinator failovers, in logical time, over the coordinator the brokers run.
 
 Properties, checked after every event:
 - no partition has two owners among the consumers that are alive (by their own account);
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from replog.core.group.group import GroupState
 from replog.core.topic_partition import TopicPartition
 
-from .group_harness import GROUP, Cluster, Consumer, assert_one_owner_each
+from .groups import GROUP, Cluster, Consumer, assert_one_owner_each
 
 CONSUMERS = 4
 events = st.lists(

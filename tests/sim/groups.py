@@ -1,4 +1,5 @@
-"""A group coordinator shard and consumers that follow KIP-848's client rules, in logical time.
+"""The simulator's consumer groups: the production group coordinator (replog.core.group) and
+consumers that follow KIP-848's client rules, in logical time.
 
 A `Consumer` owns what its last answer assigned it, minus what it has given
 up: when an answer leaves out partitions it owns, it gives them up at once
