@@ -18,6 +18,7 @@ from replog.core.epoch_cache import EpochEndOffset
 from replog.core.errors import ErrorCode
 from replog.core.fetch_session import PartitionFetch, SessionRequest
 from replog.core.messages import (
+    LATEST_TIMESTAMP,
     BrokerEndpoint,
     FetchPlan,
     FetchRequest,
@@ -148,6 +149,18 @@ def batch_infos(records: bytes) -> tuple[BatchInfo, ...]:
 
 
 # -- ListOffsets and OffsetsForLeaderEpoch ----------------------------------------------------
+
+
+def latest_offsets_request(partitions: Iterable[TopicPartition]) -> broker_pb2.ListOffsetsRequest:
+    """ListOffsets for the high watermark of each partition, as a broker asks a leader."""
+    request = broker_pb2.ListOffsetsRequest(replica_id=-1)
+    topics: dict[str, broker_pb2.ListOffsetsTopic] = {}
+    for tp in partitions:
+        topic = topics.get(tp.topic)
+        if topic is None:
+            topic = topics[tp.topic] = request.topics.add(topic=tp.topic)
+        topic.partitions.add(partition=tp.partition, timestamp_ms=LATEST_TIMESTAMP, current_leader_epoch=-1)
+    return request
 
 
 def fill_listed_offset(result: broker_pb2.ListOffsetsPartitionResponse, listed: ListedOffset) -> None:

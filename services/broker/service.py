@@ -16,6 +16,7 @@ from replog.broker import metrics
 from replog.broker.controller_channel import ControllerChannel, ProposalKey
 from replog.broker.coordinator_servicer import CoordinatorServicer, OffsetsTopicSettings
 from replog.broker.group_coordinator import GroupCoordinators
+from replog.broker.group_lag import GroupLagReporter
 from replog.broker.group_settings import GROUP_SETTINGS, group_config
 from replog.broker.fetcher import LeaderFetcher
 from replog.broker.meta import check_log_dirs
@@ -120,6 +121,7 @@ class BrokerProcess:
         self._groups = GroupCoordinators(self._partitions, group_config(config),
                                          retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
                                          commit_timeout_ms=config["offsets.commit.timeout.ms"])
+        self._group_lag = GroupLagReporter(self._groups, self._partitions, self._max_message_bytes)
         self._offsets_topic = OffsetsTopicSettings(config["offsets.topic.num.partitions"],
                                                    config["offsets.topic.replication.factor"])
 
@@ -138,6 +140,7 @@ class BrokerProcess:
         self._partitions.start()
         self._controller.start()
         self._groups.start()
+        self._group_lag.start()
         metrics.PARTITION_COUNT.set(0)
         metrics.LEADER_COUNT.set(0)
         await self._register()
@@ -157,6 +160,7 @@ class BrokerProcess:
         for fetcher in self._fetchers.values():
             await fetcher.stop()
         await self._controller.stop()
+        await self._group_lag.stop()
         await self._groups.stop()
         await self._partitions.close()
         await self._store.stop()
