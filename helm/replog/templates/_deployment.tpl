@@ -1,0 +1,90 @@
+{{/*
+A Deployment of one stateless replog service, for the controller and the metadata service:
+(dict "root" $ "component" "controller" "values" .Values.controller "command" (list ...) "args" (list ...)
+      "env" (list of env entries) "replicas" N)
+*/}}
+{{- define "replog.deployment" -}}
+{{- $root := .root -}}
+{{- $v := .values -}}
+{{- $selector := dict "root" $root "component" .component -}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "replog.fullname" $root }}-{{ .component }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "replog.componentLabels" $selector | nindent 4 }}
+spec:
+  {{- if not (kindIs "invalid" .replicas) }}
+  replicas: {{ .replicas }}
+  {{- end }}
+  selector:
+    matchLabels:
+      {{- include "replog.componentSelector" $selector | nindent 6 }}
+  strategy:
+    type: RollingUpdate
+    rollingUpdate: {maxUnavailable: 0, maxSurge: 1}
+  template:
+    metadata:
+      labels:
+        {{- include "replog.componentLabels" $selector | nindent 8 }}
+      annotations:
+        prometheus.io/scrape: "true"
+        prometheus.io/port: {{ $root.Values.metrics.port | quote }}
+        {{- with $v.podAnnotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+    spec:
+      {{- include "replog.podBasics" $root | nindent 6 }}
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: {{ $v.terminationGracePeriodSeconds }}
+      {{- with $v.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $v.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      affinity:
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 100
+              podAffinityTerm:
+                topologyKey: kubernetes.io/hostname
+                labelSelector:
+                  matchLabels:
+                    {{- include "replog.componentSelector" $selector | nindent 20 }}
+      containers:
+        - name: {{ .component }}
+          {{- include "replog.containerBasics" $root | nindent 10 }}
+          command: {{ toJson .command }}
+          {{- with .args }}
+          args: {{ toJson . }}
+          {{- end }}
+          env:
+            - name: REPLOG_ZOOKEEPER_CONNECT
+              value: {{ include "replog.zookeeperConnect" $root | quote }}
+            - name: REPLOG_METRICS_PORT
+              value: {{ $root.Values.metrics.port | quote }}
+            {{- with .env }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+            {{- include "replog.settingsEnv" (merge (dict) (default dict $v.config) (default dict $root.Values.config)) | nindent 12 }}
+          ports:
+            - {name: grpc, containerPort: {{ $v.port }}, protocol: TCP}
+            - {name: metrics, containerPort: {{ $root.Values.metrics.port }}, protocol: TCP}
+          startupProbe:
+            {{- include "replog.grpcProbe" (dict "port" $v.port "probe" (dict "periodSeconds" 2 "failureThreshold" 60)) | nindent 12 }}
+          livenessProbe:
+            {{- include "replog.grpcProbe" (dict "port" $v.port "probe" (dict "periodSeconds" 10 "failureThreshold" 6)) | nindent 12 }}
+          readinessProbe:
+            {{- include "replog.grpcProbe" (dict "port" $v.port "probe" (dict "periodSeconds" 5 "failureThreshold" 2)) | nindent 12 }}
+          resources:
+            {{- toYaml $v.resources | nindent 12 }}
+          volumeMounts:
+            - {name: tmp, mountPath: /tmp}
+      volumes:
+        - name: tmp
+          emptyDir: {}
+{{- end -}}

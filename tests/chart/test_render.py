@@ -1,0 +1,262 @@
+"""The chart as a reviewer reads it: rendered by Helm's own engine for the value sets operators use,
+linted strictly, every object valid for Kubernetes 1.30 to 1.34, and bad values refused in words."""
+
+from __future__ import annotations
+
+import helm_python as helm
+import kubernetes_validate
+import pytest
+
+from tests.chart.chart import CHART, NAMESPACE, container, env, named, notes, of_kind, refusal, render
+
+KUBERNETES_VERSIONS = ("1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0")
+# Prometheus Operator's kinds are CRDs: no Kubernetes schema knows them.
+CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule"}
+
+FIVE_BROKERS = {
+    "brokers": [
+        {"id": 1, "rack": "zone-a"},
+        {"id": 2, "rack": "zone-b", "storage": {"size": "500Gi", "storageClass": "fast-ssd"}},
+        {"id": 3, "rack": "zone-c", "resources": {"requests": {"cpu": "4", "memory": "16Gi"}}},
+        {"id": 7, "nodeSelector": {"node-pool": "big"},
+         "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "replog", "effect": "NoSchedule"}]},
+        {"id": 9, "config": {"replica.fetch.max.bytes": "4194304"}},
+    ],
+    "topics": [{"name": "orders", "partitions": 12, "replicationFactor": 3,
+                "config": {"min.insync.replicas": "2", "retention.ms": "86400000"}}],
+}
+VALUE_SETS = {
+    "default": {},
+    "one broker": {"brokers": [{"id": 1}]},
+    "five brokers with overrides": FIVE_BROKERS,
+    "external ZooKeeper": {"zookeeper": {"enabled": False, "external": {"connect": "zk-0.zk:2181,zk-1.zk:2181/replog"}}},
+    "persistence off": {"broker": {"storage": {"persistent": False}}, "zookeeper": {"storage": {"persistent": False}}},
+    "metrics on": {"metrics": {"serviceMonitor": {"enabled": True}, "podMonitor": {"enabled": True},
+                               "prometheusRule": {"enabled": True}, "dashboards": {"enabled": True}}},
+    "rack awareness and autoscaling": {"rackAwareness": {"enabled": True},
+                                       "metadata": {"autoscaling": {"enabled": True}}},
+    "closed network": {"networkPolicy": {"allowExternal": False}},
+}
+
+
+def brokers_of(objects):
+    return [s for s in of_kind(objects, "StatefulSet") if s["metadata"]["labels"]["app.kubernetes.io/component"] == "broker"]
+
+
+@pytest.mark.parametrize("values", VALUE_SETS.values(), ids=VALUE_SETS.keys())
+def test_every_object_is_valid_for_kubernetes_1_30_to_1_34(values):
+    objects = render(values) + render(values, tests=True)
+    problems = []
+    for version in KUBERNETES_VERSIONS:
+        for obj in objects:
+            if obj["kind"] in CUSTOM_KINDS:
+                assert obj["apiVersion"] == "monitoring.coreos.com/v1"
+                continue
+            try:
+                kubernetes_validate.validate(obj, version, strict=True)
+            except kubernetes_validate.ValidationError as error:
+                problems.append(f"{version} {obj['kind']}/{obj['metadata']['name']}: {error.message}")
+    assert problems == []
+
+
+@pytest.mark.parametrize("values", VALUE_SETS.values(), ids=VALUE_SETS.keys())
+def test_helm_lint_strict_is_clean(values):
+    report = helm.lint(str(CHART), values, strict=True, namespace=NAMESPACE)
+    warnings = [m for m in report["messages"] if m["severity"] >= 2]
+    assert (report["errors"], warnings) == ([], [])
+
+
+@pytest.mark.parametrize("values, ids", [({}, [1, 2, 3]), ({"brokers": [{"id": 1}]}, [1]),
+                                         (FIVE_BROKERS, [1, 2, 3, 7, 9])])
+def test_one_statefulset_of_one_pod_per_broker_each_with_its_own_volume(values, ids):
+    statefulsets = brokers_of(render(values))
+    assert [s["metadata"]["name"] for s in statefulsets] == [f"replog-broker-{i}" for i in ids]
+    for broker_id, sts in zip(ids, statefulsets):
+        spec = sts["spec"]
+        assert spec["replicas"] == 1
+        assert spec["updateStrategy"] == {"type": "OnDelete"}
+        assert spec["serviceName"] == "replog-broker"
+        assert [t["metadata"]["name"] for t in spec["volumeClaimTemplates"]] == ["data"]
+        variables = env(container(sts))
+        assert variables["REPLOG_BROKER_ID"] == str(broker_id)
+        assert variables["REPLOG_ADVERTISED_LISTENERS"] == (
+            f"replog-broker-{broker_id}-0.replog-broker.{NAMESPACE}.svc.cluster.local:9092")
+
+
+def test_each_broker_takes_its_own_overrides_and_the_defaults_for_the_rest():
+    statefulsets = {s["metadata"]["labels"]["replog.io/broker-id"]: s for s in brokers_of(render(FIVE_BROKERS))}
+    claim = statefulsets["2"]["spec"]["volumeClaimTemplates"][0]["spec"]
+    assert (claim["storageClassName"], claim["resources"]["requests"]["storage"]) == ("fast-ssd", "500Gi")
+    default_claim = statefulsets["1"]["spec"]["volumeClaimTemplates"][0]["spec"]
+    assert "storageClassName" not in default_claim and default_claim["resources"]["requests"]["storage"] == "20Gi"
+    assert container(statefulsets["3"])["resources"]["requests"] == {"cpu": "4", "memory": "16Gi"}
+    assert container(statefulsets["1"])["resources"]["requests"] == {"cpu": "500m", "memory": "1Gi"}
+    pod_7 = statefulsets["7"]["spec"]["template"]["spec"]
+    assert pod_7["nodeSelector"] == {"node-pool": "big"} and pod_7["tolerations"][0]["key"] == "dedicated"
+    assert env(container(statefulsets["1"]))["REPLOG_BROKER_RACK"] == "zone-a"
+    assert "REPLOG_BROKER_RACK" not in env(container(statefulsets["9"]))
+    assert env(container(statefulsets["9"]))["REPLOG_REPLICA_FETCH_MAX_BYTES"] == "4194304"
+
+
+def test_probes_ask_the_grpc_health_service_and_readiness_means_registered_and_serving():
+    objects = render()
+    for workload, port in [(named(objects, "StatefulSet", "replog-broker-1"), 9092),
+                           (named(objects, "Deployment", "replog-controller"), 9093),
+                           (named(objects, "Deployment", "replog-metadata"), 9094)]:
+        spec = container(workload)
+        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+            assert spec[probe]["grpc"] == {"port": port}, (workload["metadata"]["name"], probe)
+    broker_startup = container(named(objects, "StatefulSet", "replog-broker-1"))["startupProbe"]
+    # Log recovery after an unclean stop may take long: twenty minutes before the kubelet gives up.
+    assert broker_startup["periodSeconds"] * broker_startup["failureThreshold"] >= 1200
+
+
+def test_pods_run_as_non_root_on_a_read_only_root_with_no_capabilities():
+    for workload in of_kind(render(), "StatefulSet") + of_kind(render(), "Deployment"):
+        pod = workload["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        for spec in pod["containers"]:
+            assert spec["securityContext"]["readOnlyRootFilesystem"] is True
+            assert spec["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+            assert spec["securityContext"]["allowPrivilegeEscalation"] is False
+            assert "/tmp" in [m["mountPath"] for m in spec["volumeMounts"]]
+
+
+def test_a_broker_has_time_for_a_controlled_shutdown_and_spreads_over_nodes_and_zones():
+    pod = named(render(), "StatefulSet", "replog-broker-1")["spec"]["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] >= 60
+    assert container(named(render(), "StatefulSet", "replog-broker-1"))["command"] == ["python", "-m", "replog.broker"]
+    term = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert pod["topologySpreadConstraints"][0]["topologyKey"] == "topology.kubernetes.io/zone"
+    hard = named(render({"broker": {"podAntiAffinity": "hard"}}), "StatefulSet", "replog-broker-1")
+    assert "requiredDuringSchedulingIgnoredDuringExecution" in hard["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+
+
+def test_rack_awareness_reads_the_node_zone_unless_a_broker_names_its_rack():
+    objects = render({"rackAwareness": {"enabled": True}, "brokers": [{"id": 1}, {"id": 2, "rack": "zone-b"}]})
+    zoned = named(objects, "StatefulSet", "replog-broker-1")["spec"]["template"]["spec"]
+    assert zoned["initContainers"][0]["command"][:3] == ["replog", "k8s", "rack"]
+    assert "topology.kubernetes.io/zone" in zoned["initContainers"][0]["command"]
+    assert zoned["containers"][0]["args"] == ["/var/run/replog/broker.properties"]
+    named_rack = named(objects, "StatefulSet", "replog-broker-2")["spec"]["template"]["spec"]
+    assert "initContainers" not in named_rack
+    assert named(objects, "ClusterRole", f"replog-{NAMESPACE}-rack")["rules"][0]["resources"] == ["nodes"]
+
+
+def test_the_headless_service_publishes_brokers_before_they_are_ready():
+    service = named(render(), "Service", "replog-broker")
+    assert service["spec"]["clusterIP"] == "None" and service["spec"]["publishNotReadyAddresses"] is True
+
+
+def test_clients_bootstrap_from_the_metadata_service_of_two_or_more_replicas():
+    objects = render()
+    assert named(objects, "Service", "replog-metadata")["spec"]["ports"][0]["port"] == 9094
+    assert named(objects, "Deployment", "replog-metadata")["spec"]["replicas"] == 2
+    scaled = render({"metadata": {"autoscaling": {"enabled": True}}})
+    assert "replicas" not in named(scaled, "Deployment", "replog-metadata")["spec"]
+    assert named(scaled, "HorizontalPodAutoscaler", "replog-metadata")["spec"]["minReplicas"] == 2
+
+
+def test_controllers_are_a_deployment_of_two_listening_on_their_pod_address():
+    controller = named(render(), "Deployment", "replog-controller")
+    assert controller["spec"]["replicas"] == 2
+    variables = env(container(controller))
+    assert variables["POD_IP"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    assert variables["REPLOG_LISTENERS"] == "$(POD_IP):9093"
+    assert container(controller)["args"][0].startswith("exec python -m replog.controller")
+
+
+def test_one_disruption_budget_over_the_brokers_and_one_over_zookeeper():
+    budgets = {b["metadata"]["name"]: b["spec"] for b in of_kind(render(), "PodDisruptionBudget")}
+    assert budgets["replog-broker"]["maxUnavailable"] == 1
+    assert budgets["replog-broker"]["selector"]["matchLabels"]["app.kubernetes.io/component"] == "broker"
+    assert budgets["replog-zookeeper"]["maxUnavailable"] == 1
+
+
+def test_zookeeper_is_three_nodes_in_the_chart_or_the_external_ensemble():
+    objects = render()
+    zookeeper = named(objects, "StatefulSet", "replog-zookeeper")
+    assert zookeeper["spec"]["replicas"] == 3
+    connect = env(container(named(objects, "StatefulSet", "replog-broker-1")))["REPLOG_ZOOKEEPER_CONNECT"]
+    assert connect.count(f".replog-zookeeper-headless.{NAMESPACE}.svc.cluster.local:2181") == 3
+    external = render(VALUE_SETS["external ZooKeeper"])
+    assert not [s for s in of_kind(external, "StatefulSet") if "zookeeper" in s["metadata"]["name"]]
+    for workload in brokers_of(external) + of_kind(external, "Deployment"):
+        assert env(container(workload))["REPLOG_ZOOKEEPER_CONNECT"] == "zk-0.zk:2181,zk-1.zk:2181/replog"
+
+
+def test_persistence_off_keeps_data_in_an_empty_dir():
+    for sts in of_kind(render(VALUE_SETS["persistence off"]), "StatefulSet"):
+        assert "volumeClaimTemplates" not in sts["spec"]
+        volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
+        assert volumes["data"] == {"name": "data", "emptyDir": {}}
+
+
+def test_metrics_switches_add_the_monitors_rules_and_dashboards_and_are_off_by_default():
+    kinds = {o["kind"] for o in render()}
+    assert not kinds & CUSTOM_KINDS
+    objects = render(VALUE_SETS["metrics on"])
+    assert {o["kind"] for o in objects} >= CUSTOM_KINDS
+    assert named(objects, "PodMonitor", "replog")["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
+    assert "groups" in named(objects, "PrometheusRule", "replog")["spec"]
+
+
+def test_network_policies_open_each_service_port_and_metrics_only_to_prometheus():
+    policies = {p["metadata"]["name"]: p["spec"] for p in of_kind(render(), "NetworkPolicy")}
+    assert set(policies) == {"replog-broker", "replog-controller", "replog-metadata", "replog-zookeeper"}
+    broker_ports = [rule["ports"][0]["port"] for rule in policies["replog-broker"]["ingress"]]
+    assert broker_ports == [9092, 9404]
+    assert policies["replog-broker"]["ingress"][1]["from"][0]["podSelector"]["matchLabels"] == {
+        "app.kubernetes.io/name": "prometheus"}
+    closed = {p["metadata"]["name"]: p["spec"] for p in of_kind(render(VALUE_SETS["closed network"]), "NetworkPolicy")}
+    allowed = closed["replog-metadata"]["ingress"][0]["from"]
+    assert {"podSelector": {"matchLabels": {"replog-client": "true"}}} in allowed
+
+
+def test_declared_topics_are_created_by_an_idempotent_hook_job():
+    job = named(render(FIVE_BROKERS), "Job", "replog-topics")
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
+    script = container(job)["args"][0]
+    assert ("replog topics create 'orders' --if-not-exists --partitions 12 --replication-factor 3 "
+            "--config 'min.insync.replicas=2' --config 'retention.ms=86400000'") in script
+    assert not of_kind(render(), "Job")
+
+
+def test_helm_test_produces_and_consumes_with_acks_all_through_the_metadata_service():
+    pod = named(render(tests=True), "Pod", "replog-test-produce-consume")
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    script = pod["spec"]["containers"][0]["args"][0]
+    assert "--acks all" in script and "replog consume" in script
+    assert env(pod["spec"]["containers"][0])["REPLOG_BOOTSTRAP"] == f"replog-metadata.{NAMESPACE}.svc.cluster.local:9094"
+
+
+def test_notes_tell_how_to_reach_the_metadata_service_and_a_first_produce_and_consume():
+    text = notes()
+    assert f"replog-metadata.{NAMESPACE}.svc.cluster.local:9094" in text
+    assert "replog produce orders --acks all" in text and "replog consume orders" in text
+
+
+REFUSALS = {
+    "no brokers": ({"brokers": []}, ["/brokers", "minItems"]),
+    "duplicate broker ids": ({"brokers": [{"id": 1}, {"id": 2}, {"id": 1}]}, ["broker id 1 appears twice"]),
+    "replication factor above the broker count": (
+        {"topics": [{"name": "orders", "replicationFactor": 4}]},
+        ["orders asks for replicationFactor 4, but the chart runs 3 broker(s)"]),
+    "minimum ISR above the replication factor": (
+        {"topics": [{"name": "orders", "replicationFactor": 2, "config": {"min.insync.replicas": "3"}}]},
+        ["orders sets min.insync.replicas=3 above its replicationFactor 2"]),
+    "a broker id that is no number": ({"brokers": [{"id": "one"}]}, ["/brokers/0/id", "want integer"]),
+    "an unknown key": ({"brokerz": []}, ["additional properties 'brokerz' not allowed"]),
+    "external ZooKeeper without an address": ({"zookeeper": {"enabled": False}}, ["external.connect is empty"]),
+    "an even ZooKeeper ensemble": ({"zookeeper": {"replicas": 2}}, ["/zookeeper/replicas"]),
+    "TLS before listeners take it": ({"tls": {"enabled": True}}, ["tls.enabled"]),
+}
+
+
+@pytest.mark.parametrize("values, phrases", REFUSALS.values(), ids=REFUSALS.keys())
+def test_values_that_cannot_work_are_refused_with_a_message_that_says_why(values, phrases):
+    message = refusal(values)
+    assert "Traceback" not in message
+    for phrase in phrases:
+        assert phrase in message
