@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from replog.cli import roll
 from replog.config import ConfigError, parse_overrides
 from replog.dev import cluster as local
 from replog.dev.processes import DevError
@@ -53,6 +54,8 @@ def add_commands(commands: Any) -> None:
     down = sub.add_parser("down", help="stop every process of the local cluster")
     _data_dir(down)
     down.set_defaults(handler=_down)
+
+    roll.add_dev_command(sub)
 
 
 def _data_dir(parser: argparse.ArgumentParser) -> None:
