@@ -13,8 +13,10 @@ DEMO_DIR ?= .replog
 setup: $(STAMP)
 
 # ZooKeeper's server jar and a headless Java come from Debian's packages, and so do a C
-# compiler and Python's headers for the consumer's record decoder when they are missing.
-$(APT_STAMP):
+# compiler and Python's headers for the consumer's record decoder when they are missing, and
+# podman (with runc) and debootstrap, which tests/chart uses to build the image and run the
+# chart's pods.
+$(APT_STAMP): Makefile
 	@if ! command -v java >/dev/null 2>&1 || [ ! -f /usr/share/java/zookeeper.jar ]; then \
 	  echo "installing the system packages: zookeeper, default-jre-headless"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
@@ -24,6 +26,11 @@ $(APT_STAMP):
 	  echo "installing the system packages: gcc, $(PYTHON)-dev"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq gcc $(PYTHON)-dev >/dev/null; \
+	fi
+	@if ! command -v podman >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1 || ! command -v debootstrap >/dev/null 2>&1; then \
+	  echo "installing the system packages: podman, runc, debootstrap"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq podman runc debootstrap >/dev/null; \
 	fi
 	@mkdir -p $(VENV) && touch $@
 
