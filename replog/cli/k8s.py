@@ -95,7 +95,7 @@ class KubernetesPlatform:
         self._admin = admin
         self._eviction_body = eviction_body
         self._controller_ids: dict[str, int] = {}  # pod name -> the id the roll knows it by
-        self._restarted_uid: dict[Member, str] = {}
+        self._restarted: dict[Member, tuple[str, int]] = {}  # the evicted pod's uid, the pods there were
 
     def pods(self, component: str) -> list[Any]:
         selector = f"app.kubernetes.io/instance={self._release},app.kubernetes.io/component={component}"
@@ -126,7 +126,7 @@ class KubernetesPlatform:
         pod = self._pod_of(member)
         if pod is None:
             raise roll.RollError(f"{member} has no pod in namespace {self._namespace}")
-        self._restarted_uid[member] = pod.metadata.uid
+        self._restarted[member] = (pod.metadata.uid, len(self.pods(member.kind.value)))
         body = self._eviction_body(metadata={"name": pod.metadata.name, "namespace": self._namespace})
         while True:
             try:
@@ -138,15 +138,13 @@ class KubernetesPlatform:
                 time.sleep(roll.POLL_INTERVAL_S)
 
     def serving(self, member: Member) -> bool:
-        """The replacement pod is Ready (its readiness probe: gRPC health SERVING)."""
-        old_uid = self._restarted_uid.get(member)
+        """The replacement pod is there and Ready (its readiness probe: gRPC health SERVING), and so are
+        all the others of its kind: a Deployment's replacement has a name of its own."""
+        old_uid, count = self._restarted[member]
         pods = self.pods(member.kind.value)
-        if member.kind is MemberKind.BROKER:
-            pods = [p for p in pods if p.metadata.labels.get(BROKER_ID_LABEL) == str(member.id)]
-        elif any(p.metadata.uid == old_uid for p in pods):
+        if any(p.metadata.uid == old_uid for p in pods) or len(pods) < count:
             return False
-        fresh = [p for p in pods if p.metadata.uid != old_uid]
-        return bool(fresh) and all(_ready(p) for p in pods)
+        return all(_ready(p) for p in pods)
 
 
 def _ready(pod: Any) -> bool:

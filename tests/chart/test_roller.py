@@ -124,6 +124,8 @@ def test_kubernetes_evicts_through_the_disruption_budget_and_waits_for_the_new_p
     front.restart(member)
     assert api.evictions == ["replog-broker-1-0"]
     assert not front.serving(member)  # the old pod is still there
+    api.pods = []
+    assert not front.serving(member)  # gone, its replacement not there yet
     api.pods = [pod("replog-broker-1-0", "broker", "10.0.0.9", "new", ready=False, broker_id=1)]
     assert not front.serving(member)
     api.pods = [pod("replog-broker-1-0", "broker", "10.0.0.9", "new", broker_id=1)]
@@ -132,3 +134,16 @@ def test_kubernetes_evicts_through_the_disruption_budget_and_waits_for_the_new_p
 
 def test_the_release_name_maps_to_the_charts_object_names():
     assert (fullname("replog"), fullname("prod"), fullname("replog-prod")) == ("replog", "prod-replog", "replog-prod")
+
+
+def test_a_controller_is_back_once_its_deployment_has_a_ready_replacement_under_a_new_name():
+    api = FakeCoreApi([pod("replog-controller-a", "controller", "10.0.0.5", "u1"),
+                       pod("replog-controller-b", "controller", "10.0.0.6", "u2")])
+    front = platform(api)
+    front.observe()
+    front.restart(Member(MemberKind.CONTROLLER, 1))
+    api.pods = [api.pods[1]]
+    assert not front.serving(Member(MemberKind.CONTROLLER, 1))  # one of two: the replacement is not there
+    api.pods.append(pod("replog-controller-c", "controller", "10.0.0.9", "u3"))
+    assert front.serving(Member(MemberKind.CONTROLLER, 1))
+    assert front.observe().controllers == (2, 3)
