@@ -147,3 +147,18 @@ def test_a_controller_is_back_once_its_deployment_has_a_ready_replacement_under_
     api.pods.append(pod("replog-controller-c", "controller", "10.0.0.9", "u3"))
     assert front.serving(Member(MemberKind.CONTROLLER, 1))
     assert front.observe().controllers == (2, 3)
+
+
+def test_the_rack_init_container_writes_the_nodes_zone_as_broker_rack(tmp_path, monkeypatch, capsys):
+    from replog.cli import k8s
+    from replog.cli.main import main
+
+    node = SimpleNamespace(metadata=SimpleNamespace(labels={"topology.kubernetes.io/zone": "eu-west-1b"}))
+    api = SimpleNamespace(read_node=lambda name: node if name == "node-7" else None)
+    monkeypatch.setattr(k8s, "_client", lambda: SimpleNamespace(client=SimpleNamespace(CoreV1Api=lambda: api)))
+    output = tmp_path / "broker.properties"
+    assert main(["k8s", "rack", "--node", "node-7", "--output", str(output)]) == 0
+    assert output.read_text() == "broker.rack=eu-west-1b\n"
+    monkeypatch.delenv("NODE_NAME", raising=False)
+    assert main(["k8s", "rack", "--node", "", "--output", str(output)]) == 1
+    assert "pass --node or set NODE_NAME" in capsys.readouterr().err
