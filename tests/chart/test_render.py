@@ -250,6 +250,8 @@ REFUSALS = {
     "an unknown key": ({"brokerz": []}, ["additional properties 'brokerz' not allowed"]),
     "external ZooKeeper without an address": ({"zookeeper": {"enabled": False}}, ["external.connect is empty"]),
     "an even ZooKeeper ensemble": ({"zookeeper": {"replicas": 2}}, ["/zookeeper/replicas"]),
+    "a setting the chart owns": ({"brokers": [{"id": 1, "config": {"log.dirs": "/data"}}]},
+                                 ["brokers[id=1].config: log.dirs is set by the chart (from the broker's volume)"]),
     "TLS before listeners take it": ({"tls": {"enabled": True}}, ["tls.enabled"]),
 }
 
