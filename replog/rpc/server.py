@@ -110,6 +110,9 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = list(service.add_to_server(server))
+    # grpc's servicer answers SERVING for "" from the start; a probe must not see that before
+    # the service has started (a broker: registered in ZooKeeper).
+    await _mark(health_servicer, names, health_pb2.HealthCheckResponse.NOT_SERVING)
     reflection.enable_server_reflection(
         [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
         server,

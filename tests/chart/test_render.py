@@ -100,12 +100,15 @@ def test_each_broker_takes_its_own_overrides_and_the_defaults_for_the_rest():
 
 def test_probes_ask_the_grpc_health_service_and_readiness_means_registered_and_serving():
     objects = render()
-    for workload, port in [(named(objects, "StatefulSet", "replog-broker-1"), 9092),
-                           (named(objects, "Deployment", "replog-controller"), 9093),
-                           (named(objects, "Deployment", "replog-metadata"), 9094)]:
+    for workload, port, service in [
+            (named(objects, "StatefulSet", "replog-broker-1"), 9092, "replog.api.broker.v1.BrokerService"),
+            (named(objects, "Deployment", "replog-controller"), 9093, "replog.api.controller.v1.ControllerService"),
+            (named(objects, "Deployment", "replog-metadata"), 9094, "replog.api.metadata.v1.MetadataService")]:
         spec = container(workload)
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
-            assert spec[probe]["grpc"] == {"port": port}, (workload["metadata"]["name"], probe)
+            # The named service: it turns SERVING only once the process has started (a broker:
+            # registered in ZooKeeper).
+            assert spec[probe]["grpc"] == {"port": port, "service": service}, (workload["metadata"]["name"], probe)
     broker_startup = container(named(objects, "StatefulSet", "replog-broker-1"))["startupProbe"]
     # Log recovery after an unclean stop may take long: twenty minutes before the kubelet gives up.
     assert broker_startup["periodSeconds"] * broker_startup["failureThreshold"] >= 1200

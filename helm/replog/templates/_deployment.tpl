@@ -1,7 +1,7 @@
 {{/*
 A Deployment of one stateless replog service, for the controller and the metadata service:
 (dict "root" $ "component" "controller" "values" .Values.controller "command" (list ...) "args" (list ...)
-      "env" (list of env entries) "replicas" N)
+      "env" (list of env entries) "replicas" N "grpcService" "the gRPC service the probes ask for")
 */}}
 {{- define "replog.deployment" -}}
 {{- $root := .root -}}
@@ -75,11 +75,11 @@ spec:
             - {name: grpc, containerPort: {{ $v.port }}, protocol: TCP}
             - {name: metrics, containerPort: {{ $root.Values.metrics.port }}, protocol: TCP}
           startupProbe:
-            {{- include "replog.grpcProbe" (dict "port" $v.port "probe" (dict "periodSeconds" 2 "failureThreshold" 60)) | nindent 12 }}
+            {{- include "replog.grpcProbe" (dict "port" $v.port "service" .grpcService "probe" (dict "periodSeconds" 2 "failureThreshold" 60)) | nindent 12 }}
           livenessProbe:
-            {{- include "replog.grpcProbe" (dict "port" $v.port "probe" (dict "periodSeconds" 10 "failureThreshold" 6)) | nindent 12 }}
+            {{- include "replog.grpcProbe" (dict "port" $v.port "service" .grpcService "probe" (dict "periodSeconds" 10 "failureThreshold" 6)) | nindent 12 }}
           readinessProbe:
-            {{- include "replog.grpcProbe" (dict "port" $v.port "probe" (dict "periodSeconds" 5 "failureThreshold" 2)) | nindent 12 }}
+            {{- include "replog.grpcProbe" (dict "port" $v.port "service" .grpcService "probe" (dict "periodSeconds" 5 "failureThreshold" 2)) | nindent 12 }}
           resources:
             {{- toYaml $v.resources | nindent 12 }}
           volumeMounts:

@@ -98,10 +98,12 @@ imagePullSecrets:
 {{- end }}
 {{- end -}}
 
-{{/* gRPC health probes on a port: (dict "port" 9092 "probe" .Values.broker.livenessProbe) */}}
+{{/* gRPC health probes on a port, for the service that must be SERVING:
+(dict "port" 9092 "service" "replog.api.broker.v1.BrokerService" "probe" .Values.broker.livenessProbe) */}}
 {{- define "replog.grpcProbe" -}}
 grpc:
   port: {{ .port }}
+  service: {{ .service }}
 periodSeconds: {{ .probe.periodSeconds }}
 failureThreshold: {{ .probe.failureThreshold }}
 timeoutSeconds: 3
