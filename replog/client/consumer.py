@@ -261,6 +261,9 @@ class Consumer:
             with self._lock:
                 # The application is done with what earlier polls returned: auto-commit may save it.
                 self._member.consumed = self._assignment.committable()
+                rejoining = self._member.polled()
+            if rejoining:
+                self._io.call_soon(self._member.wakeup)
         while True:
             self._run_callbacks()
             with self._lock:

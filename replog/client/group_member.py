@@ -83,9 +83,11 @@ class GroupMember(LoopWorker):
         self._commit_lock = asyncio.Lock()  # commits leave one at a time, in order
         self._next_auto_commit_ms = now_ms() + config.auto_commit_interval_ms
         self._lookups_paused_until_ms = 0.0
+        self._polled_at_ms = now_ms()
 
     def _step(self) -> float:
         now = now_ms()
+        self._check_poll_timer(now)
         with self._lock:
             due_ms = self.membership.heartbeat_due_ms()
             lookups = self._claim_lookups(now)
@@ -106,8 +108,25 @@ class GroupMember(LoopWorker):
 
     # -- membership --------------------------------------------------------------------------------
 
+    def polled(self) -> bool:
+        """poll() was called (with the lock held): the application is alive. True when the member
+        joins again, having left because poll() was not called in time (wake the loop)."""
+        self._polled_at_ms = now_ms()
+        return self.membership.polled(self._polled_at_ms)
+
+    def _check_poll_timer(self, now: float) -> None:
+        with self._lock:
+            if now - self._polled_at_ms <= self._config.max_poll_interval_ms \
+                    or self.membership.state is not MemberState.MEMBER:
+                return
+            log.warning("group %s: poll() was not called for %d ms (max_poll_interval_ms): member %s leaves the group, "
+                        "and the next poll() joins again", self.group_id, now - self._polled_at_ms,
+                        self.membership.member_id)
+            self._apply(self.membership.poll_timer_expired(now))
+
     def subscribe(self, subscription: Subscription) -> None:
         with self._lock:
+            self._polled_at_ms = now_ms()
             self.membership.subscribe(subscription, now_ms())
         self.wakeup()
 

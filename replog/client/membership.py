@@ -161,6 +161,7 @@ class Membership:
         self._asap = False  # a heartbeat was asked for while one was in flight: send the next at once
         self._in_flight: HeartbeatParams | None = None
         self._send_subscription = False
+        self._rejoin_when_polled = False
 
     # -- the consumer's moves --------------------------------------------------------------------
 
@@ -174,12 +175,32 @@ class Membership:
 
     def leave(self, now_ms: float) -> bool:
         """Leave the group with the next heartbeat, at once; False when there is nothing to leave."""
+        self._rejoin_when_polled = False
         if self.state not in (MemberState.JOINING, MemberState.MEMBER):
             self._forget_partitions()
             self.state = MemberState.UNSUBSCRIBED
             return False
         self.state = MemberState.LEAVING
         self.heartbeat_now(now_ms)
+        return True
+
+    def poll_timer_expired(self, now_ms: float) -> list[Change]:
+        """poll() was not called within max.poll.interval.ms: the application is stuck, so the member
+        leaves and its partitions go to the others (Kafka's rule); the next poll() joins again."""
+        if self.state is not MemberState.MEMBER:
+            return []
+        lost = self._forget_partitions()
+        self.state = MemberState.LEAVING
+        self._rejoin_when_polled = True
+        self.heartbeat_now(now_ms)
+        return [Lose(lost)] if lost else []
+
+    def polled(self, now_ms: float) -> bool:
+        """poll() was called: a member that left because it was not, joins again (True)."""
+        if not self._rejoin_when_polled or self.subscription is None:
+            return False
+        self._rejoin_when_polled = False
+        self.subscribe(self.subscription, now_ms)
         return True
 
     def revoked(self, partitions: Partitions, now_ms: float) -> list[Change]:
@@ -222,10 +243,12 @@ class Membership:
         sent, self._in_flight = self._in_flight, None
         if sent is None or sent.member_id != self.member_id:
             return []  # an answer for a member id given up meanwhile
-        if sent.member_epoch < 0 or self.state is MemberState.LEAVING:
-            if sent.member_epoch < 0:
+        if sent.member_epoch < 0:
+            if self.state is MemberState.LEAVING:  # not joining again already
                 self._forget_partitions()
                 self.state = MemberState.UNSUBSCRIBED
+            return []
+        if self.state is MemberState.LEAVING:
             return []
         if answer.error is ErrorCode.NONE:
             return self._accepted(sent, answer, now_ms)

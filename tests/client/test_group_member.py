@@ -12,7 +12,7 @@ from replog.client.errors import CommitFailedError
 from replog.client.fetch_buffer import FetchBuffer
 from replog.client.fetch_state import Assignment, State
 from replog.client.group_member import GroupMember
-from replog.client.membership import Assign, Membership, PendingCallbacks, Subscription
+from replog.client.membership import Assign, Lose, Membership, PendingCallbacks, Subscription
 from replog.client.types import OffsetAndMetadata
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
@@ -59,8 +59,8 @@ class NoFetcher:
         pass
 
 
-def run_member(coordinator, scenario):
-    config = ConsumerConfig(group_id="g", enable_auto_commit=False)
+def run_member(coordinator, scenario, **configs):
+    config = ConsumerConfig(group_id="g", enable_auto_commit=False, **configs)
     buffer = FetchBuffer(Assignment("earliest", use_committed=True))
     membership = Membership(instance_id=None, rebalance_timeout_ms=1_000, server_assignor=None,
                             new_member_id=lambda: "m-1")
@@ -142,3 +142,18 @@ def test_automatic_commits_keep_to_owned_partitions_and_never_go_back():
 
     assert run_member(coordinator, scenario) == {}
     assert len(coordinator.commits) == 1
+
+
+def test_a_consumer_that_does_not_poll_within_max_poll_interval_leaves_and_its_partitions_are_lost():
+    coordinator = ScriptedCoordinator()
+
+    async def scenario(member, buffer, callbacks):
+        await joined(member, buffer)
+        told = [callbacks.pop()]  # as the last poll() did
+        while not any(r.member_epoch == -1 for r in coordinator.heartbeats):
+            await asyncio.sleep(0.01)
+        return told + [callbacks.pop()], dict(buffer.assignment.partitions)
+
+    changes, partitions = run_member(coordinator, scenario, max_poll_interval_ms=200)
+    assert changes == [Assign(frozenset({T0, T1})), Lose(frozenset({T0, T1}))]
+    assert partitions == {}

@@ -243,3 +243,22 @@ def test_other_pending_changes_stay_when_a_loss_comes():
     queue.push(sentinel)
     queue.push(Lose(frozenset()))
     assert drain(queue) == [sentinel]
+
+
+def test_a_member_whose_poll_is_late_loses_its_partitions_leaves_and_joins_again_at_the_next_poll():
+    m = joined()
+    assert m.poll_timer_expired(900) == [Lose(tps(0, 1, 2))]
+    assert m.state is MemberState.LEAVING and m.owned == frozenset()
+    assert m.next_heartbeat().member_epoch == -1
+    assert m.polled(950)  # poll() again before the leave was answered: join again ...
+    assert m.on_answer(HeartbeatAnswer(ErrorCode.NONE, "", -1), 960, BACKOFF_MS) == []
+    assert m.state is MemberState.JOINING  # ... and the leave's answer does not undo it
+    params = m.next_heartbeat()
+    assert (params.member_id, params.member_epoch, params.subscription) == ("member-1", 0, TOPICS)
+    assert not m.polled(1_000)
+
+
+def test_the_poll_timer_of_a_member_that_is_not_in_the_group_changes_nothing():
+    m = member()
+    assert m.poll_timer_expired(900) == [] and not m.polled(950)
+    assert m.state is MemberState.UNSUBSCRIBED
