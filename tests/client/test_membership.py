@@ -131,6 +131,16 @@ def test_fencing_during_a_revocation_loses_everything_and_the_late_revocation_ch
     assert m.revoked(tps(1, 2), 800) == [] and m.owned == tps(1)  # poll() finishing the old revocation late
 
 
+def test_a_join_whose_answer_was_lost_is_sent_again_under_the_same_member_id():
+    # KIP-1082: the coordinator takes the second join for the first one's member, not a new one.
+    m = member()
+    m.subscribe(TOPICS, 0)
+    first = m.next_heartbeat()
+    m.on_failure(100, BACKOFF_MS)
+    again = m.next_heartbeat()
+    assert (again.member_id, again.member_epoch, again.subscription) == (first.member_id, 0, TOPICS)
+
+
 @pytest.mark.parametrize("error", [ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE,
                                    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS])
 def test_a_coordinator_that_moved_or_loads_gets_the_same_heartbeat_again_after_a_backoff(error):

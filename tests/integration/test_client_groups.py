@@ -15,8 +15,10 @@ from replog.client import (
     Admin,
     AdminError,
     ClientError,
+    ClientTimeoutError,
     CommitFailedError,
     Consumer,
+    GroupMembershipError,
     NewTopic,
     OffsetAndMetadata,
     Producer,
@@ -87,8 +89,12 @@ class Owners:
                     if self.holders.get(tp) == name:
                         del self.holders[tp]
 
-        return {"on_partitions_assigned": assigned, "on_partitions_revoked": revoked,
-                "on_partitions_lost": revoked}
+        def lost(partitions):
+            revoked(partitions)
+            with self._lock:
+                self.events[-1] = (name, "lost", frozenset(partitions))
+
+        return {"on_partitions_assigned": assigned, "on_partitions_revoked": revoked, "on_partitions_lost": lost}
 
     def held_by(self, name):
         with self._lock:
@@ -301,3 +307,57 @@ def test_bad_group_requests_are_one_clear_error(admin):
         admin.delete_groups(["never-was"])
     with pytest.raises(ClientError, match="group state"):
         admin.list_groups(["Sleeping"])
+
+
+# -- fencing -----------------------------------------------------------------------------------------
+
+
+def test_a_second_consumer_with_the_same_instance_id_is_refused_and_the_first_keeps_its_partitions(admin, bootstrap):
+    topic = create(admin, "instance-twins", 2)
+    with group_consumer(bootstrap, "twins", group_instance_id="twin") as first, \
+            group_consumer(bootstrap, "twins", group_instance_id="twin") as second:
+        first.subscribe([topic])
+        poll_until([first], lambda: len(first.assignment()) == 2, "the first twin to join")
+        second.subscribe([topic])
+
+        def keep_polling():
+            second.poll(50)
+            return False
+
+        with pytest.raises(GroupMembershipError, match="UNRELEASED_INSTANCE_ID") as refused:
+            wait_for(keep_polling, WAIT_S, "the second twin to be refused")
+        assert refused.value.error_code is ErrorCode.UNRELEASED_INSTANCE_ID
+        first.poll(0)
+        assert first.assignment() == partitions_of(topic, 2) and second.assignment() == set()
+
+
+def test_a_member_cut_off_past_its_session_timeout_loses_its_partitions_and_joins_again(admin, bootstrap,
+                                                                                         monkeypatch):
+    topic = create(admin, "cut-off", 4)
+    produce(bootstrap, topic, 40, 4)
+    owners = Owners()
+    cut, other = group_consumer(bootstrap, "cut-offs"), group_consumer(bootstrap, "cut-offs")
+    try:
+        cut.subscribe([topic], **owners.callbacks("cut"))
+        other.subscribe([topic], **owners.callbacks("other"))
+        poll_until([cut, other], lambda: len(owners.held_by("cut")) == len(owners.held_by("other")) == 2,
+                   "two partitions each")
+        coordinators = cut._member._coordinators  # the member's line to its coordinator
+        real_call = coordinators.call
+        silenced = threading.Event()
+
+        async def unanswered(group_id, method, *args):
+            if method == "ConsumerGroupHeartbeat" and not silenced.is_set():
+                raise ClientTimeoutError("the coordinator is out of reach")
+            return await real_call(group_id, method, *args)
+
+        monkeypatch.setattr(coordinators, "call", unanswered)
+        poll_until([cut, other], lambda: len(owners.held_by("other")) == 4, "the other member to take over all 4",
+                   timeout_s=SESSION_TIMEOUT_S * 3)
+        silenced.set()  # the coordinator answers again: the cut-off member hears it was removed
+        poll_until([cut, other], lambda: len(owners.held_by("cut")) == len(owners.held_by("other")) == 2,
+                   "the cut-off member to get two partitions again", timeout_s=SESSION_TIMEOUT_S * 3)
+        assert [kind for kind, _ in owners.events_of("cut")][-2:] == ["lost", "assigned"]
+    finally:
+        cut.close()
+        other.close()
