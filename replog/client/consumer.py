@@ -426,7 +426,10 @@ class Consumer:
         except Exception as error:
             failure = error
         with self._lock:
-            owned = member.membership.owned if member.membership.state is not MemberState.FAILED else frozenset()
+            # What the application holds: a revocation that came after the callbacks above is part of
+            # this one (and not called back again later).
+            self._callbacks.drop_changes()
+            owned = frozenset(self._assignment.partitions)
             positions = self._assignment.committable(COMMITTABLE)
         if self.config.auto_commit and positions and owned:
             self._commit_quietly(positions, deadline)

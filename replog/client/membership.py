@@ -346,5 +346,9 @@ class PendingCallbacks:
                 return
         self._changes.append(change)
 
+    def drop_changes(self) -> None:
+        """Forget the pending changes of partitions (the consumer leaves: it gives up all at once)."""
+        self._changes = deque(c for c in self._changes if not isinstance(c, (Assign, Revoke, Lose)))
+
     def pop(self) -> Change | object | None:
         return self._changes.popleft() if self._changes else None

@@ -247,6 +247,15 @@ def test_a_loss_replaces_a_pending_revocation_and_forgets_assignments_never_anno
     assert drain(queue) == [Lose(tps(0, 1, 2))]
 
 
+def test_leaving_drops_the_pending_changes_of_partitions_but_not_the_rest():
+    queue = PendingCallbacks()
+    sentinel = object()
+    for change in (Assign(tps(0)), sentinel, Revoke(tps(0))):
+        queue.push(change)
+    queue.drop_changes()
+    assert drain(queue) == [sentinel]
+
+
 def test_other_pending_changes_stay_when_a_loss_comes():
     queue = PendingCallbacks()
     sentinel = object()
