@@ -38,6 +38,7 @@ def test_list_groups_while_a_coordinator_loads_answers_load_in_progress(tmp_path
         partitions.leader_and_isr(OFFSETS_TOPIC, 0, PartitionState(leader=1, leader_epoch=1, isr=(1,),
                                                                     partition_epoch=0, replicas=(1,)))
         response = await servicer.ListGroups(coordinator_pb2.ListGroupsRequest(), None)
+        await coordinators.stop()  # no replay left pending when the loop closes
         await partitions.close()
         return ErrorCode.of(response.error_code)
 
