@@ -69,6 +69,7 @@ def add_commands(commands: Any) -> None:
 
     delete = sub.add_parser("delete", help="delete a group and its committed offsets (only without members)")
     delete.add_argument("group")
+    delete.add_argument("--json", action="store_true", help="print the stable JSON shape")
     add_cluster_arguments(delete)
     delete.set_defaults(handler=_delete)
 
@@ -353,5 +354,8 @@ def _delete(args: argparse.Namespace) -> int:
     _check_group(args.group)
     with Admin(bootstrap_address(args)) as admin:
         admin.delete_groups([args.group])
-    print(f"Deletion of requested consumer groups ('{args.group}') was successful.")
+    if args.json:
+        print(json.dumps({"deleted": [args.group]}))
+    else:
+        print(f"Deletion of requested consumer groups ('{args.group}') was successful.")
     return 0

@@ -70,6 +70,8 @@ def test_groups_list_and_describe_show_an_empty_group_with_its_offsets_and_lag(c
     assert text[2].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
                                "HOST", "CLIENT-ID"]
     assert text[3].split() == ["cli-described", topic, "0", "4", "10", "6", "-", "-", "-"]
+    assert cluster("groups", "delete", "cli-described").stdout == (
+        "Deletion of requested consumer groups ('cli-described') was successful.\n")
 
 
 def test_describe_shows_the_members_and_the_state_of_an_active_group(cluster, topic, bootstrap):
@@ -97,7 +99,7 @@ def test_describe_shows_the_members_and_the_state_of_an_active_group(cluster, to
         member.close()
 
 
-def test_reset_offsets_is_a_dry_run_until_execute(cluster, topic, admin):
+def test_reset_offsets_is_a_dry_run_until_execute_and_an_empty_group_can_be_deleted(cluster, topic, admin):
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
     admin.alter_group_offsets("cli-reset", {tp0: 5, tp1: 5})
     dry = cluster("groups", "reset-offsets", "--group", "cli-reset", "--topic", f"{topic}:0", "--shift-by", "-2",
@@ -117,8 +119,7 @@ def test_reset_offsets_is_a_dry_run_until_execute(cluster, topic, admin):
     cluster("groups", "reset-offsets", "--group", "cli-reset", "--topic", f"{topic}:1", "--to-datetime", future,
             "--execute")
     assert admin.list_group_offsets("cli-reset")[tp1] == OffsetAndMetadata(10)  # nothing that late: the end
-    assert "Deletion of requested consumer groups ('cli-reset') was successful." in cluster(
-        "groups", "delete", "cli-reset").stdout
+    assert json.loads(cluster("groups", "delete", "cli-reset", "--json").stdout) == {"deleted": ["cli-reset"]}
     assert "cli-reset" not in cluster("groups", "list").stdout.splitlines()
 
 
