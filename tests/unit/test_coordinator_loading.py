@@ -5,8 +5,6 @@ run during a coordinator failover silently misses groups."""
 
 import asyncio
 
-import pytest
-
 from replog.api.coordinator.v1 import coordinator_pb2
 from replog.broker.coordinator_servicer import CoordinatorServicer, OffsetsTopicSettings
 from replog.broker.group_coordinator import GroupCoordinators
@@ -19,7 +17,6 @@ from replog.core.messages import PartitionState
 from replog.storage import LogConfig
 
 
-@pytest.mark.xfail(strict=True, reason="ListGroups answers NONE and leaves out the groups of a loading shard")
 def test_list_groups_while_a_coordinator_loads_answers_load_in_progress(tmp_path):
     async def scenario():
         settings = TopicSettings(LogConfig(), ReplicaConfig())
