@@ -1,4 +1,5 @@
-"""`replog consume TOPIC`: records to stdout, one per line (kafka-console-consumer)."""
+"""`replog consume TOPIC`: records to stdout, one per line (kafka-console-consumer); with --group, as a
+member of a consumer group that commits what was printed."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any, BinaryIO
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
 from replog.client import Admin, ClientError, Consumer, ConsumerRecord, OffsetOutOfRangeError, TopicPartition
+from replog.client.membership import subscription_of
+from replog.core.errors import ErrorCode
 
 POLL_MS_MAX = 500
 
@@ -16,25 +19,27 @@ POLL_MS_MAX = 500
 def add_commands(commands: Any) -> None:
     parser = commands.add_parser("consume", help="print records of a topic",
                                  description="Print the records of a topic, one value per line.")
-    parser.add_argument("topic")
+    parser.add_argument("topic", nargs="?", help="the topic to read (or --include REGEX with --group)")
     parser.add_argument("--from-beginning", action="store_true",
-                        help="start at the earliest offset instead of the latest")
+                        help="start at the earliest offset instead of the latest (with --group: where the group "
+                        "has no committed offset)")
     parser.add_argument("--partition", type=int, help="read only this partition")
     parser.add_argument("--offset", help="with --partition: start here (an offset, 'earliest' or 'latest')")
     parser.add_argument("--max-messages", type=int, help="exit after this many records")
     parser.add_argument("--timeout-ms", type=int, help="exit when no record arrives for this long")
     parser.add_argument("--print-offsets", action="store_true",
                         help="print partition<TAB>offset<TAB>value instead of the value")
-    parser.add_argument("--group", help="consumer group (not supported yet)")
+    parser.add_argument("--group", help="read as a member of this consumer group: its members share the "
+                        "partitions, and what was printed is committed as it goes")
+    parser.add_argument("--include", metavar="REGEX", help="with --group: every topic whose whole name matches "
+                        "REGEX, topics created later too")
     add_cluster_arguments(parser)
     parser.set_defaults(handler=_consume)
 
 
 def start_offset(args: argparse.Namespace) -> int | str:
     """Where to start: an offset, "earliest" or "latest"; ClientError for flags that do not fit together."""
-    if args.group is not None:
-        raise ClientError("consumer groups (--group) are not supported yet; read with --partition/--offset "
-                          "or --from-beginning")
+    _check_group_flags(args)
     if args.offset is not None and args.partition is None:
         raise ClientError("--offset needs --partition")
     if args.offset is not None and args.from_beginning:
@@ -56,9 +61,30 @@ def start_offset(args: argparse.Namespace) -> int | str:
     return offset
 
 
+def _check_group_flags(args: argparse.Namespace) -> None:
+    if args.group is None:
+        if args.include is not None:
+            raise ClientError("--include needs --group: a regex subscription is a group's")
+        if args.topic is None:
+            raise ClientError("give the TOPIC to read")
+        return
+    if not args.group.strip():
+        raise ClientError("the group id must not be empty", ErrorCode.INVALID_GROUP_ID)
+    if args.partition is not None or args.offset is not None:
+        raise ClientError("--group reads the partitions the group assigns: --partition and --offset do not go "
+                          "with it")
+    if (args.topic is None) == (args.include is None):
+        raise ClientError("give a TOPIC or --include REGEX, not both" if args.topic else
+                          "give the TOPIC to read, or --include REGEX")
+    if args.include is not None:
+        subscription_of(args.include)  # a regex that does not compile is refused before connecting
+
+
 def _consume(args: argparse.Namespace) -> int:
     start = start_offset(args)
     bootstrap = bootstrap_address(args)
+    if args.group is not None:
+        return _consume_in_group(args, bootstrap)
     with Admin(bootstrap) as admin:
         [topic] = admin.describe_topics([args.topic])
     partitions = [p.partition for p in topic.partitions]
@@ -79,6 +105,22 @@ def _consume(args: argparse.Namespace) -> int:
                                                  timeout_ms=args.timeout_ms, print_offsets=args.print_offsets)
         except OffsetOutOfRangeError as error:
             raise ClientError(_outside_the_log(consumer, error)) from None
+    print(f"Processed a total of {count} messages", file=sys.stderr)
+    if interrupted:
+        raise KeyboardInterrupt
+    return 0
+
+
+def _consume_in_group(args: argparse.Namespace, bootstrap: str) -> int:
+    """Join the group and print what it assigns; the consumer commits as it goes and when it stops."""
+    if args.topic is not None:
+        with Admin(bootstrap) as admin:
+            admin.describe_topics([args.topic])  # an unknown topic is a mistake to report, not to wait for
+    reset = "earliest" if args.from_beginning else "latest"
+    with Consumer(bootstrap, group_id=args.group, auto_offset_reset=reset) as consumer:
+        consumer.subscribe([args.topic] if args.topic is not None else args.include)
+        count, interrupted = consume_records(consumer, sys.stdout.buffer, max_messages=args.max_messages,
+                                             timeout_ms=args.timeout_ms, print_offsets=args.print_offsets)
     print(f"Processed a total of {count} messages", file=sys.stderr)
     if interrupted:
         raise KeyboardInterrupt
@@ -109,8 +151,8 @@ def consume_records(consumer: Consumer, out: BinaryIO, *, max_messages: int | No
             records = consumer.poll(wait_ms)
             if records:
                 last_record_at = time.monotonic()
-                if max_messages is not None:
-                    records = records[: max_messages - count]
+                if max_messages is not None and len(records) > max_messages - count:
+                    records = _keep(consumer, records, max_messages - count)
                 out.write(b"".join(format_record(r, print_offsets) for r in records))
                 out.flush()
                 count += len(records)
@@ -119,6 +161,17 @@ def consume_records(consumer: Consumer, out: BinaryIO, *, max_messages: int | No
     except KeyboardInterrupt:
         return count, True
     return count, False
+
+
+def _keep(consumer: Consumer, records: list[ConsumerRecord], count: int) -> list[ConsumerRecord]:
+    """The first `count` records; the consumer goes back to the first of the others in each partition,
+    so that what it commits (a group's consumer) is what was printed."""
+    first_left: dict[TopicPartition, int] = {}
+    for record in records[count:]:
+        first_left.setdefault(TopicPartition(record.topic, record.partition), record.offset)
+    for tp, offset in first_left.items():
+        consumer.seek(tp, offset)
+    return records[:count]
 
 
 def format_record(record: ConsumerRecord, print_offsets: bool) -> bytes:

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from replog.cli import bench, configs, consume, dev, k8s, leader_election, produce, reassign, topics
+from replog.cli import bench, configs, consume, dev, groups, k8s, leader_election, produce, reassign, topics
 from replog.cli.bootstrap import user_message
 from replog.client.errors import ClientError
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     configs.add_commands(commands)
     produce.add_commands(commands)
     consume.add_commands(commands)
+    groups.add_commands(commands)
     bench.add_commands(commands)
     k8s.add_commands(commands)
     return parser

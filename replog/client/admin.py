@@ -1,10 +1,12 @@
 """The admin client: topics, configs, leader elections and reassignments at the active controller;
-descriptions from the metadata service."""
+descriptions from the metadata service; consumer groups and their offsets at the groups' coordinators;
+offsets by time at the partitions' leaders."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
@@ -13,17 +15,29 @@ import grpc
 
 from replog.api.common.v1 import common_pb2
 from replog.api.controller.v1 import controller_pb2
+from replog.client import coordinator_requests as requests
 from replog.client.cluster import ClusterMetadata
+from replog.client.coordinator import GroupCoordinators
 from replog.client.errors import (
     AdminError,
+    ClientError,
     ClusterUnreachableError,
     ServerUnsupportedError,
     UnknownTopicError,
 )
+from replog.client.fetch_state import LIST_OFFSETS_TIMESTAMP
 from replog.client.io import Channels, IoThread, parse_bootstrap
 from replog.client.metadata import MetadataManager
-from replog.client.retry import error_code_for_status
-from replog.client.types import CreatedTopic, NewTopic, TopicDescription
+from replog.client.offsets_lookup import list_offsets
+from replog.client.retry import backoff_ms, error_code_for_status
+from replog.client.types import (
+    CreatedTopic,
+    GroupDescription,
+    GroupListing,
+    NewTopic,
+    OffsetAndMetadata,
+    TopicDescription,
+)
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
 
@@ -89,6 +103,8 @@ class Admin:
         self._channels = Channels()
         self._metadata = MetadataManager(addresses, self._channels, request_timeout_ms=request_timeout_ms,
                                          retry_backoff_ms=retry_backoff_ms, all_topics=True)
+        self._coordinators = GroupCoordinators(self._metadata, self._channels, request_timeout_ms=request_timeout_ms,
+                                               retry_backoff_ms=retry_backoff_ms)
         self._closed = False
 
     # -- topics ----------------------------------------------------------------------------------
@@ -289,6 +305,149 @@ class Admin:
         return {TopicPartition(r.topic, r.partition): PartitionReassignment(
             tuple(r.replicas), tuple(r.adding_replicas), tuple(r.removing_replicas)) for r in response.reassignments}
 
+    def list_offsets(self, specs: Mapping[TopicPartition, str | int],
+                     isolation_level: str = "read_uncommitted") -> dict[TopicPartition, int]:
+        """Offsets at the partitions' leaders (Kafka's listOffsets): for each partition "earliest" (the
+        log start), "latest" (the high watermark), or a time in ms since the Unix epoch (the first
+        offset whose record is at or after it; -1 when there is none)."""
+        timestamps = {TopicPartition(*tp): _timestamp_of(spec) for tp, spec in specs.items()}
+        self._metadata.add_topics({tp.topic for tp in timestamps})
+        wait_s = self._request_timeout_s
+
+        async def lookup():
+            await self._metadata.refresh()
+            return await list_offsets(self._metadata, self._channels, timestamps, isolation_level=isolation_level,
+                                      request_timeout_s=wait_s, retry_backoff_s=self._retry_backoff_s,
+                                      timeout_s=wait_s)
+
+        found = self._io.run(lookup(), wait_s + 5, what="looking up offsets")
+        return {tp: offset for tp, (offset, _epoch) in found.items()}
+
+    # -- consumer groups -------------------------------------------------------------------------
+
+    def list_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]:
+        """Every group of the cluster (or those in the given states: Empty, Assigning, Reconciling,
+        Stable, Dead): each broker answers for the groups it coordinates, and the answers are merged."""
+        wanted = [] if states is None else [_state_number(state) for state in states]
+        return self._io.run(self._list_groups(wanted), self._request_timeout_s + 5, what="listing groups")
+
+    def describe_groups(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        """The groups, their state, epochs, assignor and members (each with its assignment and
+        target); AdminError (GROUP_ID_NOT_FOUND, ...) for the first group that cannot be described."""
+        described = []
+        for group_id in group_ids:
+            _check_group_id(group_id)
+            response, coordinator = self._at_coordinator(group_id, "DescribeGroups",
+                                                         requests.describe_groups_request([group_id]),
+                                                         lambda r: [ErrorCode.of(g.error_code) for g in r.groups])
+            (code, message), description = requests.described_groups(response, coordinator).get(
+                group_id, ((ErrorCode.UNKNOWN_SERVER_ERROR, "the answer left the group out"), None))
+            if description is None:
+                raise AdminError(_group_failure(group_id, code, message), code)
+            described.append(description)
+        return described
+
+    def delete_groups(self, group_ids: Iterable[str]) -> None:
+        """Delete empty groups and their committed offsets; AdminError (NON_EMPTY_GROUP,
+        GROUP_ID_NOT_FOUND, ...) for the first that failed, with `errors` for all of them."""
+        errors: dict[str, AdminError] = {}
+        for group_id in group_ids:
+            _check_group_id(group_id)
+            response, _ = self._at_coordinator(group_id, "DeleteGroups", requests.delete_groups_request([group_id]),
+                                               lambda r: [ErrorCode.of(g.error_code) for g in r.results])
+            code, message = requests.deleted_groups(response).get(
+                group_id, (ErrorCode.UNKNOWN_SERVER_ERROR, "the answer left the group out"))
+            if code is not ErrorCode.NONE:
+                errors[group_id] = AdminError(_group_failure(group_id, code, message), code)
+        if errors:
+            first = next(iter(errors.values()))
+            first.errors = errors
+            raise first
+
+    def list_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+                           ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets: of every partition it committed for, or of these (those
+        without a commit are left out)."""
+        _check_group_id(group_id)
+        partitions = None if partitions is None else [TopicPartition(*tp) for tp in partitions]
+        found = self._io.run(self._coordinators.committed_offsets(group_id, partitions, self._request_timeout_s),
+                             self._request_timeout_s + 5, what="reading committed offsets")
+        return {tp: offset for tp, offset in sorted(found.items()) if offset is not None}
+
+    def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]) -> None:
+        """Set the group's committed offsets; only while the group has no members (as in Kafka, a group
+        with members refuses it with UNKNOWN_MEMBER_ID: stop its consumers first)."""
+        _check_group_id(group_id)
+        committed = {TopicPartition(*tp): o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(o)
+                     for tp, o in offsets.items()}
+        results = self._io.run(self._coordinators.commit_offsets(group_id, "", -1, committed,
+                                                                 self._request_timeout_s),
+                               self._request_timeout_s + 5, what="altering committed offsets")
+        failed = sorted((tp, outcome) for tp, outcome in results.items() if outcome[0] is not ErrorCode.NONE)
+        if not failed:
+            return
+        tp, (code, message) = failed[0]
+        if code is ErrorCode.UNKNOWN_MEMBER_ID:
+            raise AdminError(f"group {group_id!r} has active members: its offsets can be altered only while it "
+                             "is empty; stop its consumers first", code)
+        raise AdminError(f"group {group_id!r}: the offset of {tp} was not altered: {code.name}: {message}", code)
+
+    def delete_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
+        """Delete the group's committed offsets of these partitions; refused (GROUP_SUBSCRIBED_TO_TOPIC)
+        for topics a member subscribes to."""
+        _check_group_id(group_id)
+        partitions = [TopicPartition(*tp) for tp in partitions]
+        response, _ = self._at_coordinator(group_id, "OffsetDelete", requests.offset_delete_request(group_id, partitions),
+                                           _offset_delete_codes)
+        (code, message), results = requests.offset_delete_results(response)
+        failed = sorted((tp, outcome) for tp, outcome in results.items() if outcome[0] is not ErrorCode.NONE)
+        if code is ErrorCode.NONE and failed:
+            tp, (code, message) = failed[0]
+            message = f"{tp}: {message}"
+        if code is not ErrorCode.NONE:
+            raise AdminError(_group_failure(group_id, code, message), code)
+
+    def _at_coordinator(self, group_id: str, method: str, request, codes):
+        return self._io.run(self._coordinators.call(group_id, method, request, codes, self._request_timeout_s),
+                            self._request_timeout_s + 5, what=f"{method} for group {group_id!r}")
+
+    async def _list_groups(self, states: list[int]) -> list[GroupListing]:
+        deadline = time.monotonic() + self._request_timeout_s
+        metadata = await self._metadata.refresh()
+        listed: dict[str, GroupListing] = {}
+        for broker_id, address in sorted(metadata.brokers.items()):
+            # A group whose coordinator moves meanwhile may be named by two brokers: listed once.
+            for group in await self._list_groups_at(broker_id, address, states, deadline):
+                listed.setdefault(group.group_id, group)
+        return [group for _, group in sorted(listed.items())]
+
+    async def _list_groups_at(self, broker_id: int, address: str, states: list[int],
+                              deadline: float) -> list[GroupListing]:
+        """ListGroups at one broker, waiting out a coordinator that is still loading."""
+        attempt = 0
+        while True:
+            try:
+                response = await self._channels.coordinator(address).ListGroups(
+                    requests.list_groups_request(states), timeout=max(deadline - time.monotonic(), 0.001))
+                (code, message), groups = requests.listed_groups(response)
+            except grpc.aio.AioRpcError as error:
+                code, message = error_code_for_status(error.code()), f"{error.code().name}: {error.details()}"
+                if error.code() is grpc.StatusCode.UNIMPLEMENTED or not code.retriable:
+                    raise AdminError(f"broker {broker_id} at {address} could not list its groups: {message}",
+                                     code) from None
+            if code is ErrorCode.NONE:
+                return groups
+            attempt += 1
+            wait_s = backoff_ms(attempt, self._retry_backoff_s * 1000, jitter=random.random()) / 1000
+            if time.monotonic() + wait_s >= deadline:
+                raise ClusterUnreachableError(f"broker {broker_id} at {address} did not list its groups in time "
+                                              f"({code.name}: {message})")
+            await asyncio.sleep(wait_s)
+
+    @property
+    def _request_timeout_s(self) -> float:
+        return self._request_timeout_ms / 1000
+
     def cluster(self) -> ClusterMetadata:
         """Brokers, the active controller and every topic, as the metadata service sees them now."""
         return self._refresh(None)
@@ -372,6 +531,42 @@ class Admin:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _check_group_id(group_id: str) -> None:
+    if not isinstance(group_id, str) or not group_id:
+        raise AdminError("the group id must not be empty", ErrorCode.INVALID_GROUP_ID)
+
+
+def _group_failure(group_id: str, code: ErrorCode, message: str) -> str:
+    if code is ErrorCode.GROUP_ID_NOT_FOUND:
+        return f"group {group_id!r} does not exist"
+    if code is ErrorCode.NON_EMPTY_GROUP:
+        return f"group {group_id!r} has active members; stop its consumers first"
+    detail = f": {message}" if message else ""
+    return f"group {group_id!r}: {code.name}{detail}"
+
+
+def _offset_delete_codes(response) -> list[ErrorCode]:
+    (code, _), results = requests.offset_delete_results(response)
+    return [code, *(c for c, _ in results.values())]
+
+
+def _state_number(state: str) -> int:
+    for number, name in requests.GROUP_STATES.items():
+        if name.lower() == state.lower():
+            return number
+    raise ClientError(f"a group state is one of {', '.join(requests.GROUP_STATES.values())}, not {state!r}",
+                      ErrorCode.INVALID_REQUEST)
+
+
+def _timestamp_of(spec: str | int) -> int:
+    if spec in LIST_OFFSETS_TIMESTAMP:
+        return LIST_OFFSETS_TIMESTAMP[spec]
+    if isinstance(spec, int) and spec >= 0:
+        return spec
+    raise ClientError(f"an offset spec is 'earliest', 'latest' or a time in ms, not {spec!r}",
+                      ErrorCode.INVALID_REQUEST)
 
 
 def _creatable(topic: NewTopic) -> controller_pb2.CreatableTopic:

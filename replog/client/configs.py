@@ -51,8 +51,20 @@ class ProducerConfig:
                              f"({self.linger_ms + self.request_timeout_ms:g}), as in Kafka")
 
 
+INT32_MAX = 2**31 - 1
+
+
 @dataclass(frozen=True)
 class ConsumerConfig:
+    """Kafka's consumer configs under Python names (group_id is group.id, ...)."""
+
+    group_id: str | None = None
+    group_instance_id: str | None = None
+    client_id: str = ""
+    enable_auto_commit: bool = True  # only with a group_id
+    auto_commit_interval_ms: int = 5_000
+    max_poll_interval_ms: int = 300_000  # sent as the rebalance timeout
+    group_remote_assignor: str | None = None
     auto_offset_reset: str = LATEST
     fetch_min_bytes: int = 1
     fetch_max_wait_ms: int = 500
@@ -70,6 +82,20 @@ class ConsumerConfig:
         for name in ("fetch_max_bytes", "max_partition_fetch_bytes", "max_poll_records", "request_timeout_ms"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, not {getattr(self, name)!r}")
-        for name in ("fetch_min_bytes", "fetch_max_wait_ms", "retry_backoff_ms"):
+        for name in ("fetch_min_bytes", "fetch_max_wait_ms", "retry_backoff_ms", "auto_commit_interval_ms"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative, not {getattr(self, name)!r}")
+        if not 0 < self.max_poll_interval_ms <= INT32_MAX:
+            raise ValueError(f"max_poll_interval_ms must be between 1 and {INT32_MAX}, not "
+                             f"{self.max_poll_interval_ms!r}")
+        for name in ("group_id", "group_instance_id", "group_remote_assignor"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"{name} must be a non-empty string or None, not {value!r}")
+        if self.group_instance_id is not None and self.group_id is None:
+            raise ValueError("group_instance_id needs a group_id: a static member is a member of a group")
+
+    @property
+    def auto_commit(self) -> bool:
+        """enable.auto.commit counts only for a consumer with a group, as in Kafka."""
+        return self.enable_auto_commit and self.group_id is not None

@@ -124,3 +124,26 @@ class AdminError(ClientError):
         self.topic = topic
         self.errors: dict[str, AdminError] = {}  # create_topics: every topic that failed
         self.created: dict = {}  # create_topics: the topics of the same call that were created
+
+
+class NoOffsetForPartitionError(ClientError):
+    """The group has no committed offset for a partition and auto_offset_reset is "none"."""
+
+    def __init__(self, topic: str, partition: int) -> None:
+        super().__init__(
+            f"the group has no committed offset for {topic}-{partition} and auto_offset_reset is 'none'; "
+            "seek to an offset, or use auto_offset_reset 'earliest' or 'latest'",
+            ErrorCode.OFFSET_OUT_OF_RANGE,
+        )
+        self.topic = topic
+        self.partition = partition
+
+
+class CommitFailedError(ClientError):
+    """The coordinator refused a commit for a reason that retrying will not fix (Kafka's
+    CommitFailedException): the member was fenced or removed, a partition does not exist, ..."""
+
+
+class GroupMembershipError(ClientError):
+    """The coordinator refused the consumer's membership for good: an invalid group id or regex,
+    an unknown assignor, an instance id another consumer holds, a full group."""

@@ -1,13 +1,17 @@
 """Where the consumer stands in each assigned partition, and how that changes (no I/O here).
 
-Each partition is in one of four states:
+Each partition is in one of these states:
 
+    AWAIT_COMMITTED   a consumer with a group id starts where the group committed: ask the
+                      coordinator (OffsetFetch); without a committed offset, reset
     AWAIT_RESET       no position yet (or OFFSET_OUT_OF_RANGE): ask the leader with ListOffsets
     AWAIT_VALIDATION  the leader changed: ask it where the epoch of the last record returned ends
                       (OffsetsForLeaderEpoch, KIP-320) before fetching again
     FETCHING          fetch from `fetch_offset`, which runs ahead of `position` by what is buffered
     FAILED            an error the caller must see (log truncation, out of range with no reset
                       policy, an unrecoverable fetch error); fetching stops until a seek
+    REVOKING          the group takes the partition away: nothing is fetched or returned any
+                      more, and `position` (-1 when it had none) is what a last commit saves
 
 `position` is the offset of the next record poll() returns; `last_epoch` is the
 leader epoch of the record before it (-1 when unknown, e.g. after a seek), and
@@ -19,9 +23,11 @@ before it is recognised and dropped.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from replog.client.errors import ClientError, LogTruncationError, OffsetOutOfRangeError
+from replog.client.errors import ClientError, LogTruncationError, NoOffsetForPartitionError, OffsetOutOfRangeError
+from replog.client.types import OffsetAndMetadata
 from replog.core.topic_partition import TopicPartition
 
 EARLIEST = "earliest"
@@ -32,10 +38,16 @@ LIST_OFFSETS_TIMESTAMP = {EARLIEST: -2, LATEST: -1}
 
 
 class State(enum.Enum):
+    AWAIT_COMMITTED = "await committed"
     AWAIT_RESET = "await reset"
     AWAIT_VALIDATION = "await validation"
     FETCHING = "fetching"
     FAILED = "failed"
+    REVOKING = "revoking"
+
+
+# The states in which `position` is where the consumer stands: what a commit saves.
+POSITIONED = frozenset({State.FETCHING, State.AWAIT_VALIDATION})
 
 
 @dataclass
@@ -48,24 +60,59 @@ class PartitionFetchState:
     fetch_offset: int = -1
     generation: int = 0
     error: ClientError | None = None
-    request_in_flight: bool = False  # a ListOffsets or OffsetsForLeaderEpoch for it is out
+    request_in_flight: bool = False  # a ListOffsets, OffsetsForLeaderEpoch or OffsetFetch for it is out
 
 
 class Assignment:
-    """The partitions a consumer reads and its state in each; the rules, without the I/O."""
+    """The partitions a consumer reads and its state in each; the rules, without the I/O.
 
-    def __init__(self, auto_offset_reset: str) -> None:
+    With `use_committed` (a consumer with a group id) new partitions start
+    where the group committed; otherwise by auto_offset_reset.
+    """
+
+    def __init__(self, auto_offset_reset: str, use_committed: bool = False) -> None:
         if auto_offset_reset not in RESET_STRATEGIES:
             raise ValueError(f"auto_offset_reset must be one of {', '.join(RESET_STRATEGIES)}, "
                              f"not {auto_offset_reset!r}")
         self.auto_offset_reset = auto_offset_reset
+        self.use_committed = use_committed
         self.partitions: dict[TopicPartition, PartitionFetchState] = {}
 
     def assign(self, tps: list[TopicPartition]) -> None:
-        """Keep the state of partitions still assigned; new ones start in AWAIT_RESET."""
-        self.partitions = {
-            tp: self.partitions.get(tp) or PartitionFetchState(State.AWAIT_RESET, self.auto_offset_reset) for tp in tps
-        }
+        """Keep the state of partitions still assigned; new ones start without a position."""
+        self.partitions = {tp: self.partitions.get(tp) or self._new_partition() for tp in tps}
+
+    def add(self, tps: Iterable[TopicPartition]) -> None:
+        """The group assigned these partitions too."""
+        for tp in tps:
+            if tp not in self.partitions:
+                self.partitions[tp] = self._new_partition()
+
+    def revoke(self, tps: Iterable[TopicPartition]) -> None:
+        """The group takes these away: stop fetching and returning their records; keep the positions."""
+        for tp in tps:
+            part = self.partitions.get(tp)
+            if part is not None:
+                positioned = part.state in POSITIONED
+                self._restart(part, State.REVOKING)
+                part.position = part.position if positioned else -1
+
+    def remove(self, tps: Iterable[TopicPartition]) -> None:
+        for tp in tps:
+            self.partitions.pop(tp, None)
+
+    def finish_revocation(self, tps: Iterable[TopicPartition]) -> None:
+        """Drop the partitions still being revoked (one lost and assigned again meanwhile stays)."""
+        self.remove([tp for tp in tps if tp in self.partitions and self.partitions[tp].state is State.REVOKING])
+
+    def committable(self, states: frozenset[State] = POSITIONED) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The positions of the partitions in `states` that have one, as offsets to commit."""
+        return {tp: OffsetAndMetadata(part.position, "", part.last_epoch) for tp, part in self.partitions.items()
+                if part.state in states and part.position >= 0}
+
+    def _new_partition(self) -> PartitionFetchState:
+        return PartitionFetchState(State.AWAIT_COMMITTED if self.use_committed else State.AWAIT_RESET,
+                                   self.auto_offset_reset)
 
     def get(self, tp: TopicPartition) -> PartitionFetchState:
         try:
@@ -121,6 +168,27 @@ class Assignment:
         if part.state is not State.AWAIT_VALIDATION:
             part.leader_epoch = leader_epoch
         return False
+
+    def on_committed(self, tp: TopicPartition, generation: int, committed: OffsetAndMetadata | None) -> None:
+        """OffsetFetch answered for the partition: start at the committed offset, else reset.
+
+        The committed leader epoch is the epoch of the record before the offset, so the position
+        is validated against the current leader's log before fetching (KIP-320), as after a
+        leader change.
+        """
+        part = self.partitions.get(tp)
+        if part is None or part.generation != generation or part.state is not State.AWAIT_COMMITTED:
+            return
+        if committed is not None:
+            self._restart(part, State.FETCHING)
+            part.position = part.fetch_offset = committed.offset
+            part.last_epoch, part.leader_epoch = committed.leader_epoch, -1
+        elif self.auto_offset_reset == NO_RESET:
+            self._restart(part, State.FAILED)
+            part.error = NoOffsetForPartitionError(tp.topic, tp.partition)
+        else:
+            self._restart(part, State.AWAIT_RESET)
+            part.reset_strategy = self.auto_offset_reset
 
     def on_reset(self, tp: TopicPartition, generation: int, offset: int, epoch: int, leader_epoch: int) -> None:
         """ListOffsets answered for the reset sent at `generation`."""

@@ -19,18 +19,15 @@ from collections.abc import Iterable
 import grpc
 
 from replog.client.cluster import ClusterMetadata
-from replog.client.broker_requests import (
-    fetch_request,
-    list_offsets_request,
-    offsets_for_leader_epoch_request,
-    partition_results,
-)
+from replog.client.broker_requests import fetch_request, offsets_for_leader_epoch_request, partition_results
 from replog.client.configs import ConsumerConfig
-from replog.client.errors import ClientError, FetchError
+from replog.client.errors import FetchError
 from replog.client.fetch_buffer import CompletedFetch, FetchBuffer, next_fetch_offset
 from replog.client.fetch_state import LIST_OFFSETS_TIMESTAMP, State
 from replog.client.io import Channels
+from replog.client.loop_worker import LoopWorker
 from replog.client.metadata import MetadataManager
+from replog.client.offsets_lookup import ask_leader, list_offsets
 from replog.client.retry import STALE_METADATA, error_code_for_status
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
@@ -42,69 +39,27 @@ MAX_BUFFERED_FETCHES = 2  # per partition: the one poll() works on, and the next
 FETCHER_IDLE_WAIT_MS = 250
 
 
-class Fetcher:
+class Fetcher(LoopWorker):
     """The I/O thread's side: resets, validations and fetches, one request per leader at a time."""
 
     def __init__(self, config: ConsumerConfig, buffer: FetchBuffer, metadata: MetadataManager,
                  channels: Channels) -> None:
+        super().__init__(buffer)
         self._config = config
-        self._buffer = buffer
-        self._lock = buffer.lock
         self._assignment = buffer.assignment
         self._metadata = metadata
         self._channels = channels
-        self._wake: asyncio.Event | None = None
-        self._stopped = False
         self._busy_leaders: set[int] = set()  # leaders with a Fetch in flight
         self._backoff_until: dict[TopicPartition, float] = {}
-        self._tasks: set[asyncio.Task] = set()
         self._rng = random.Random()
         self._metadata.on_update(lambda _metadata: self.wakeup())
-
-    def wakeup(self) -> None:
-        if self._wake is not None:
-            self._wake.set()
 
     def follow(self, topics: list[str]) -> None:
         self._metadata.add_topics(topics)
         self._metadata.request_update()
         self.wakeup()
 
-    def stop(self) -> None:
-        self._stopped = True
-        self.wakeup()
-
-    async def run(self) -> None:
-        self._wake = asyncio.Event()
-        try:
-            while not self._stopped:
-                self._wake.clear()
-                self._step()
-                try:
-                    await asyncio.wait_for(self._wake.wait(), FETCHER_IDLE_WAIT_MS / 1000)
-                except TimeoutError:
-                    pass
-        except Exception as error:
-            # A bug, not a cluster problem: make poll() say so rather than wait forever.
-            log.exception("the consumer's I/O loop failed")
-            with self._lock:
-                self._buffer.failure = ClientError(f"the consumer's I/O loop failed: {error!r}")
-                self._buffer.changed.notify_all()
-        finally:
-            await self._cancel_requests()
-
-    async def _cancel_requests(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    def _spawn(self, coroutine) -> None:
-        task = asyncio.get_running_loop().create_task(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    def _step(self) -> None:
+    def _step(self) -> float:
         metadata = self._metadata.current
         now = time.monotonic()
         resets: dict[int, list[tuple[TopicPartition, int, int, str]]] = {}
@@ -150,6 +105,7 @@ class Fetcher:
                 continue
             self._busy_leaders.add(leader)
             self._spawn(self._fetch(leader, metadata, items))
+        return FETCHER_IDLE_WAIT_MS
 
     # -- fetch ---------------------------------------------------------------------------------
 
@@ -238,9 +194,9 @@ class Fetcher:
     # -- reset (ListOffsets) and validation (OffsetsForLeaderEpoch) -----------------------------
 
     async def _reset(self, leader: int, metadata: ClusterMetadata, items: list) -> None:
-        answers = await self._list_offsets(leader, metadata, [
+        answers = await ask_leader(self._channels, metadata, leader, [
             (tp, leader_epoch, LIST_OFFSETS_TIMESTAMP[strategy]) for tp, _g, leader_epoch, strategy in items
-        ])
+        ], isolation_level=self._config.isolation_level, timeout_s=self._config.request_timeout_ms / 1000)
         with self._lock:
             for tp, generation, leader_epoch, _strategy in items:
                 part = self._assignment.partitions.get(tp)
@@ -254,48 +210,13 @@ class Fetcher:
             self._buffer.changed.notify_all()
         self.wakeup()
 
-    async def _list_offsets(self, leader: int, metadata: ClusterMetadata, items: list) -> dict:
-        """ListOffsets at one leader: {tp: (code, detail, offset, leader_epoch)} for every item."""
-        request = list_offsets_request(items, self._config.isolation_level)
-        address = metadata.brokers[leader]
-        try:
-            response = await self._channels.broker(address).ListOffsets(
-                request, timeout=self._config.request_timeout_ms / 1000)
-        except grpc.aio.AioRpcError as error:
-            detail = f"broker {leader} at {address} answered {error.code().name}: {error.details()}"
-            return {tp: (error_code_for_status(error.code()), detail, -1, -1) for tp, _e, _t in items}
-        answers = {tp: (ErrorCode.of(part.error_code), part.error_message, part.offset, part.leader_epoch)
-                   for tp, part in partition_results(response).items()}
-        missing = (ErrorCode.UNKNOWN_SERVER_ERROR, "the broker's answer left the partition out", -1, -1)
-        return {tp: answers.get(tp, missing) for tp, _e, _t in items}
-
     async def list_offsets_until_done(self, tps: list[TopicPartition], strategy: str, timeout_s: float) -> dict:
         """{tp: (offset, leader_epoch)} for the earliest or latest offsets, retrying stale leaders."""
         self.follow(sorted({tp.topic for tp in tps}))
-        deadline = time.monotonic() + timeout_s
-        found: dict[TopicPartition, tuple[int, int]] = {}
-        attempt_wait_s = self._config.retry_backoff_ms / 1000
-        while True:
-            metadata = self._metadata.current
-            by_leader: dict[int, list] = {}
-            for tp in tps:
-                if tp not in found and metadata.leader_of(tp) >= 0:
-                    by_leader.setdefault(metadata.leader_of(tp), []).append(
-                        (tp, metadata.leader_epoch_of(tp), LIST_OFFSETS_TIMESTAMP[strategy]))
-            for leader, items in by_leader.items():
-                for tp, (code, detail, offset, epoch) in (await self._list_offsets(leader, metadata, items)).items():
-                    if code is ErrorCode.NONE:
-                        found[tp] = (offset, epoch)
-                    elif not code.retriable:
-                        raise FetchError(tp.topic, tp.partition, code, detail)
-            if len(found) == len(tps):
-                return found
-            if time.monotonic() >= deadline:
-                missing = ", ".join(str(tp) for tp in tps if tp not in found)
-                raise ClientError(f"no leader answered for {missing} within {timeout_s:g} s",
-                                  ErrorCode.LEADER_NOT_AVAILABLE)
-            await self._metadata.refresh()
-            await asyncio.sleep(attempt_wait_s)
+        return await list_offsets(self._metadata, self._channels, {tp: LIST_OFFSETS_TIMESTAMP[strategy] for tp in tps},
+                                  isolation_level=self._config.isolation_level,
+                                  request_timeout_s=self._config.request_timeout_ms / 1000,
+                                  retry_backoff_s=self._config.retry_backoff_ms / 1000, timeout_s=timeout_s)
 
     async def _validate(self, leader: int, metadata: ClusterMetadata, items: list) -> None:
         request = offsets_for_leader_epoch_request(

@@ -16,6 +16,7 @@ import grpc
 
 from replog.api.broker.v1 import broker_pb2_grpc
 from replog.api.controller.v1 import controller_pb2_grpc
+from replog.api.coordinator.v1 import coordinator_pb2_grpc
 from replog.api.metadata.v1 import metadata_pb2_grpc
 from replog.client.errors import ClientError, ClientTimeoutError
 from replog.rpc.request_stream import RequestStream
@@ -131,6 +132,9 @@ class Channels:
 
     def controller(self, address: str) -> controller_pb2_grpc.ControllerServiceStub:
         return self._stub(address, controller_pb2_grpc.ControllerServiceStub)
+
+    def coordinator(self, address: str) -> coordinator_pb2_grpc.CoordinatorServiceStub:
+        return self._stub(address, coordinator_pb2_grpc.CoordinatorServiceStub)
 
     async def close(self) -> None:
         for stream in self._streams.values():

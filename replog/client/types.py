@@ -69,3 +69,49 @@ class TopicDescription:
     topic_id: str
     is_internal: bool
     partitions: tuple[PartitionInfo, ...]
+
+
+class OffsetAndMetadata(NamedTuple):
+    """A committed offset: the next offset the group reads, free text kept with it, and the leader
+    epoch of the record before it (so that a consumer resuming there can detect truncation, KIP-320)."""
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    """One group as ListGroups shows it; `state` in Kafka's words (Empty, Assigning, Reconciling,
+    Stable, Dead), `type` "consumer", or "" for a group that only holds committed offsets."""
+
+    group_id: str
+    state: str
+    type: str
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    host: str
+    member_epoch: int
+    state: str  # Stable, UnrevokedPartitions or UnreleasedPartitions
+    subscribed_topics: tuple[str, ...]
+    subscribed_regex: str | None
+    assignment: frozenset[TopicPartition]  # owned now
+    target_assignment: frozenset[TopicPartition]  # owned once reconciled
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[MemberDescription, ...]
+    coordinator_id: int  # the broker coordinating the group
+    coordinator: str  # its address, "host:port"

@@ -12,6 +12,7 @@ KAFKA_NAMES = {
     "replica.fetch.max.bytes": "replica_fetch_bytes_max",
     "replica.fetch.backoff.ms": "replica_fetch_backoff_ms",
     "replica.socket.timeout.ms": "replica_fetch_timeout_ms",
+    "producer.id.expiration.ms": "producer_id_expiration_ms",
 }
 
 
@@ -32,6 +33,8 @@ class ReplicaConfig:
     alter_partition_retry_ms: int = 2_000
     # Bound on acks=all requests waiting for replication in one partition.
     produce_waiters_max: int = 100_000
+    # An idempotent producer silent this long is forgotten (its sequences start over).
+    producer_id_expiration_ms: int = 86_400_000
 
     def __post_init__(self) -> None:
         # Values come from users' properties: a bad one is a ValueError with one sentence.

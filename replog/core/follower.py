@@ -85,7 +85,7 @@ class FollowerRole:
         if response.error == ErrorCode.NONE and response.diverging_epoch is not None:
             self._truncate_to_leader(response.diverging_epoch)
         elif response.error == ErrorCode.NONE:
-            self._append(response)
+            self._append(response, now_ms)
         elif response.error == ErrorCode.OFFSET_OUT_OF_RANGE and self._log.log_end_offset < response.log_start_offset:
             # The leader no longer has what we would fetch next (retention): start over from its log start.
             self._log.truncate_fully_and_start_at(response.log_start_offset)
@@ -110,10 +110,10 @@ class FollowerRole:
         # fetch would ask the same question forever.
         require(changed, "diverging epoch %s from leader %d changed nothing", diverging, self.leader_id)
 
-    def _append(self, response: FetchResponse) -> None:
+    def _append(self, response: FetchResponse, now_ms: int) -> None:
         log = self._log
         if response.batches:
-            log.append_as_follower(response.records, response.batches, self.leader_epoch)
+            log.append_as_follower(response.records, response.batches, self.leader_epoch, now_ms)
         log.advance_high_watermark(min(response.high_watermark, log.log_end_offset))
 
     def tick(self, now_ms: int) -> None:

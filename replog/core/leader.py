@@ -45,6 +45,7 @@ from .messages import (
     ProposeIsr,
 )
 from .outbox import Outbox
+from .producer_state import CachedBatch
 from .truncation import diverging_epoch
 
 
@@ -147,13 +148,34 @@ class LeaderRole:
             # Nothing was appended: the producer may retry without duplicating.
             self._answer(request, ErrorCode.REQUEST_TIMED_OUT)
             return
-        base_offset = self._log.append_as_leader(request.records, request.record_count, self.leader_epoch)
+        if request.producer is not None:
+            check = self._log.producers.check(request.producer)
+            if check.duplicate_of is not None:
+                self._answer_retry(request, check.duplicate_of, now_ms)
+                return
+            if check.error != ErrorCode.NONE:
+                self._answer(request, check.error)
+                return
+        base_offset = self._log.append_as_leader(request.records, request.record_count, self.leader_epoch,
+                                                 request.producer, now_ms)
         if acks == ACKS_LEADER:
             self._answer(request, ErrorCode.NONE, base_offset)
         elif acks == ACKS_ALL:
             last_offset = base_offset + request.record_count - 1
             self._waiters.append(_Waiter(request.request_id, base_offset, last_offset, now_ms + request.timeout_ms))
         self._maybe_advance_high_watermark()
+
+    def _answer_retry(self, request: ProduceRequest, original: CachedBatch, now_ms: int) -> None:
+        """A retried batch is not appended again: it is answered with the offsets it got the first time,
+        once those are committed when it asks for acks=all (Kafka's DUPLICATE_SEQUENCE_NUMBER case)."""
+        if request.acks != ACKS_ALL or original.last_offset < self._log.high_watermark:
+            self._answer(request, ErrorCode.NONE, original.first_offset)
+            return
+        waiter = _Waiter(request.request_id, original.first_offset, original.last_offset, now_ms + request.timeout_ms)
+        index = len(self._waiters)
+        while index > 0 and self._waiters[index - 1].last_offset > original.last_offset:
+            index -= 1
+        self._waiters.insert(index, waiter)
 
     def _answer(self, request: ProduceRequest, error: ErrorCode, base_offset: int = -1) -> None:
         if answers_produce(request.acks):

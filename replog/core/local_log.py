@@ -11,6 +11,7 @@ from .epoch_cache import EpochEntry, LeaderEpochCache
 from .invariant import require
 from .messages import AppendAsFollower, AppendAsLeader, TruncateFullyAndStartAt, TruncateTo
 from .outbox import Outbox
+from .producer_state import ProducerAppend, ProducerEntry, ProducerStates
 from .records import BatchInfo
 
 
@@ -23,6 +24,7 @@ class LocalLog:
         log_end_offset: int,
         epoch_entries: Iterable[EpochEntry],
         high_watermark: int,
+        producer_entries: Iterable[ProducerEntry] = (),
     ) -> None:
         require(
             0 <= log_start_offset <= log_end_offset,
@@ -41,6 +43,8 @@ class LocalLog:
         self._high_watermark = min(max(high_watermark, log_start_offset), log_end_offset)
         # Grows with every change of the offsets or the epochs: what a fetch's plan depends on.
         self.version = 0
+        self.producers = ProducerStates(producer_entries)
+        self.producers.truncate(log_end_offset)
 
     @property
     def log_start_offset(self) -> int:
@@ -68,7 +72,8 @@ class LocalLog:
             self._outbox.checkpoint_epochs()
             self.version += 1
 
-    def append_as_leader(self, records: Any, record_count: int, leader_epoch: int) -> int:
+    def append_as_leader(self, records: Any, record_count: int, leader_epoch: int,
+                         producer: ProducerAppend | None = None, now_ms: int = 0) -> int:
         require(record_count > 0, "an append needs at least one record, got %d", record_count)
         require(
             leader_epoch == self.epoch_cache.latest_epoch,
@@ -81,9 +86,12 @@ class LocalLog:
         self._outbox.log_op(AppendAsLeader(records, leader_epoch, base_offset, last_offset))
         self._log_end_offset = last_offset + 1
         self.version += 1
+        if producer is not None:
+            self.producers.update(producer, base_offset, last_offset, now_ms)
         return base_offset
 
-    def append_as_follower(self, records: Any, batches: Sequence[BatchInfo], leader_epoch: int) -> None:
+    def append_as_follower(self, records: Any, batches: Sequence[BatchInfo], leader_epoch: int,
+                           now_ms: int = 0) -> None:
         expected_offset = self._log_end_offset
         for batch in batches:
             # Batches may skip offsets (a compacted leader log), never overlap.
@@ -102,6 +110,9 @@ class LocalLog:
             )
             if self.epoch_cache.assign(batch.leader_epoch, batch.base_offset):
                 self._outbox.checkpoint_epochs()
+            producer = batch.producer_append
+            if producer is not None:
+                self.producers.update(producer, batch.base_offset, batch.last_offset, now_ms)
             expected_offset = batch.next_offset
         self._outbox.log_op(AppendAsFollower(records, tuple(batches)))
         self._log_end_offset = expected_offset
@@ -113,6 +124,7 @@ class LocalLog:
         if offset < self._log_end_offset:
             self._outbox.log_op(TruncateTo(offset))
             self._log_end_offset = offset
+            self.producers.truncate(offset)
             changed = True
         if self.epoch_cache.truncate_from_end(offset):
             self._outbox.checkpoint_epochs()
@@ -129,6 +141,7 @@ class LocalLog:
         self._outbox.log_op(TruncateFullyAndStartAt(offset))
         self._log_start_offset = self._log_end_offset = self._high_watermark = offset
         self.epoch_cache = LeaderEpochCache()
+        self.producers.clear()
         self._outbox.checkpoint_epochs()
         self._outbox.checkpoint_high_watermark()
         self.version += 1

@@ -8,12 +8,13 @@ of flush.ms (0: every append is flushed, as flush.messages=1 does).
 """
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from .errors import ErrorCode
 from .invariant import require
 from .messages import FetchPlan, FetchResponse
+from .producer_state import ProducerAppend, ProducerEntry
 from .records import BatchInfo
 from .storage import AppendInfo, ReadResult
 
@@ -28,6 +29,10 @@ class MemoryBatch:
     records: tuple[bytes, ...]
     base_offset: int = 0
     leader_epoch: int = -1
+    # An idempotent producer's id, epoch and first sequence (-1 when none wrote it).
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
 
     @property
     def last_offset(self) -> int:
@@ -39,7 +44,8 @@ class MemoryBatch:
 
     @property
     def info(self) -> BatchInfo:
-        return BatchInfo(self.base_offset, self.last_offset, self.leader_epoch, self.size_bytes)
+        return BatchInfo(self.base_offset, self.last_offset, self.leader_epoch, self.size_bytes, self.producer_id,
+                         self.producer_epoch, self.base_sequence)
 
 
 class MemoryLog:
@@ -152,6 +158,22 @@ class MemoryLog:
 
     def flush(self) -> None:
         self._recovery_point = self._log_end_offset
+
+    @property
+    def active_segment_base_offset(self) -> int:
+        return self._log_start_offset  # one segment, never rolled: producer state is rebuilt from the batches
+
+    def producer_snapshot(self) -> tuple[int, tuple[ProducerEntry, ...]]:
+        return self._log_start_offset, ()
+
+    def producer_appends(self, from_offset: int) -> Iterator[tuple[ProducerAppend, int, int]]:
+        for batch in self.batches_between(from_offset, self._log_end_offset):
+            append = batch.info.producer_append
+            if append is not None:
+                yield append, batch.base_offset, batch.last_offset
+
+    def write_producer_snapshot(self, offset: int, entries: Sequence[ProducerEntry]) -> None:
+        pass
 
     def maybe_flush(self, now_ms: int) -> bool:
         if not self.flush_interval_ms or now_ms - self._last_flush_ms < self.flush_interval_ms:

@@ -11,6 +11,7 @@ from typing import Any
 
 from .epoch_cache import EpochEndOffset, EpochEntry
 from .errors import ErrorCode
+from .producer_state import ProducerAppend
 from .records import BatchInfo
 
 NO_LEADER = -1
@@ -90,7 +91,8 @@ class AlterPartitionResponse:
 
 @dataclass(frozen=True, slots=True)
 class ProduceRequest:
-    """Validated batches for one partition; `record_count` comes from their headers."""
+    """Validated batches for one partition; `record_count` comes from their headers, and so does
+    `producer` when an idempotent producer sent them (then they are one batch)."""
 
     request_id: Any
     records: Any
@@ -98,6 +100,7 @@ class ProduceRequest:
     acks: int
     timeout_ms: int
     current_leader_epoch: int = NO_EPOCH
+    producer: ProducerAppend | None = None
 
 
 @dataclass(frozen=True, slots=True)

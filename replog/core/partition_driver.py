@@ -127,6 +127,7 @@ class PartitionDriver:
         self._wall_clock_ms = wall_clock_ms
         self._sink = sink
         self._epoch_entries = replica.epoch_entries
+        self._snapshot_segment = log.active_segment_base_offset
         # Counts the moves data_changed reports, so that a held fetch re-plans only partitions that moved.
         self.changes = 0
 
@@ -214,6 +215,11 @@ class PartitionDriver:
         self.apply()
         self.log.maybe_flush(self._wall_clock_ms())
 
+    def snapshot_producers(self) -> None:
+        """Write the idempotent producers' state as of the log end (at a roll, and at a clean close)."""
+        self.log.write_producer_snapshot(self.log.log_end_offset, self.replica.producers)
+        self._snapshot_segment = self.log.active_segment_base_offset
+
     def advance_log_start_offset(self) -> None:
         """Retention removed segments: the core learns where the log starts now."""
         self.replica.advance_log_start_offset(self.log.log_start_offset)
@@ -251,6 +257,8 @@ class PartitionDriver:
             require(self.log.log_end_offset == self.replica.log_end_offset,
                     "%s: the log ends at %d but the core says %d", self.name, self.log.log_end_offset,
                     self.replica.log_end_offset)
+            if self.log.active_segment_base_offset != self._snapshot_segment:
+                self.snapshot_producers()  # a new segment: recovery need not read the ones before
         if ready.epoch_entries is not None and ready.epoch_entries != self._epoch_entries:
             self._write_epoch_entries(ready.epoch_entries)
             self._epoch_entries = ready.epoch_entries

@@ -48,6 +48,7 @@ from .messages import (
     Ready,
 )
 from .outbox import Outbox
+from .producer_state import ProducerEntry
 
 
 class Role(enum.Enum):
@@ -75,6 +76,9 @@ class Input(enum.Enum):
     FETCH_RESPONSE = "fetch response"
     ALTER_PARTITION_RESPONSE = "alter partition response"
 
+
+# How often silent idempotent producers are looked for (producer.id.expiration.ms is a day by default).
+PRODUCER_EXPIRY_CHECK_MS = 1_000
 
 ROLE_TRANSITIONS: Mapping[tuple[Role, Change], Role] = {
     (Role.OFFLINE, Change.BECOME_LEADER): Role.LEADER,
@@ -123,8 +127,10 @@ class PartitionReplica:
         epoch_entries: Iterable[EpochEntry] = (),
         high_watermark: int = 0,
         now_ms: int = 0,
+        producer_entries: Iterable[ProducerEntry] = (),
     ) -> None:
-        """A replica starts offline, from what its log, epoch checkpoint and HW checkpoint say."""
+        """A replica starts offline, from what its log, epoch checkpoint and HW checkpoint say, and
+        the idempotent producers its log holds batches of."""
         self.broker_id = broker_id
         self.config = config or ReplicaConfig()
         self._outbox = Outbox()
@@ -134,6 +140,7 @@ class PartitionReplica:
             log_end_offset=log_end_offset,
             epoch_entries=epoch_entries,
             high_watermark=high_watermark,
+            producer_entries=producer_entries,
         )
         self._role: Role = Role.OFFLINE
         self._leader: LeaderRole | None = None
@@ -142,6 +149,7 @@ class PartitionReplica:
         self._leader_epoch = self._log.latest_epoch
         self._partition_epoch = -1
         self._now_ms = now_ms
+        self._producers_expired_ms = now_ms
 
     # -- what the replica is --------------------------------------------------
 
@@ -202,6 +210,11 @@ class PartitionReplica:
     @property
     def epoch_entries(self) -> tuple[EpochEntry, ...]:
         return self._log.epoch_entries
+
+    @property
+    def producers(self) -> tuple[ProducerEntry, ...]:
+        """The idempotent producers this replica knows, for snapshots and for describing them."""
+        return self._log.producers.entries()
 
     @property
     def under_replicated(self) -> bool:
@@ -353,8 +366,11 @@ class PartitionReplica:
         self._log.advance_log_start_offset(offset)
 
     def tick(self, now_ms: int) -> None:
-        """Expire waiting producers, shrink the ISR, retry proposals and fetches."""
+        """Expire waiting producers and silent idempotent ones, shrink the ISR, retry proposals and fetches."""
         self._advance_clock(now_ms)
+        if now_ms - self._producers_expired_ms >= PRODUCER_EXPIRY_CHECK_MS:
+            self._log.producers.expire(now_ms, self.config.producer_id_expiration_ms)
+            self._producers_expired_ms = now_ms
         if self._leader is not None:
             self._leader.tick(now_ms)
         elif self._follower is not None:

@@ -6,9 +6,11 @@ broker and the simulator run one driver over either.
 """
 
 from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from .errors import ErrorCode
+from .producer_state import ProducerAppend, ProducerEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,3 +82,18 @@ class LogStorage(Protocol):
     def maybe_flush(self, now_ms: int) -> bool:
         """Flush when records have waited flush.ms (called on the driver's ticks)."""
         ...
+
+    @property
+    def active_segment_base_offset(self) -> int:
+        """Where the segment being written starts: the driver snapshots producers when it moves."""
+        ...
+
+    def producer_snapshot(self) -> tuple[int, tuple[ProducerEntry, ...]]:
+        """The newest snapshot of the idempotent producers at or below the log end: (offset, entries)."""
+        ...
+
+    def producer_appends(self, from_offset: int) -> Iterator[tuple[ProducerAppend, int, int]]:
+        """The idempotent batches from `from_offset` to the log end: (producer's part, first, last offset)."""
+        ...
+
+    def write_producer_snapshot(self, offset: int, entries: Sequence[ProducerEntry]) -> None: ...

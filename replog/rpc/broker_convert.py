@@ -17,6 +17,7 @@ from replog.api.common.v1 import common_pb2
 from replog.core.epoch_cache import EpochEndOffset
 from replog.core.errors import ErrorCode
 from replog.core.fetch_session import PartitionFetch, SessionRequest
+from replog.core.producer_state import NO_PRODUCER_ID, ProducerAppend, last_sequence
 from replog.core.messages import (
     LATEST_TIMESTAMP,
     BrokerEndpoint,
@@ -29,8 +30,27 @@ from replog.core.messages import (
 from replog.core.records import BatchInfo
 from replog.core.topic_partition import TopicPartition
 from replog.protocol.batch import read_header
+from replog.protocol.header import BatchHeader
 from replog.protocol.layout import HEADER_SIZE
 from replog.zk.records import LeaderAndIsr
+
+# -- a produce ----------------------------------------------------------------------------
+
+
+def producer_append(headers: Sequence[BatchHeader]) -> ProducerAppend | str | None:
+    """The idempotent producer's part of a partition's batches: None when no producer id is set, a
+    sentence saying why not when the batches do not fit the rules (one batch per partition, as
+    Kafka requires of an idempotent producer)."""
+    with_producer = [h for h in headers if h.producer_id != NO_PRODUCER_ID]
+    if not with_producer:
+        return None
+    if len(headers) != 1:
+        return (f"an idempotent producer sends one batch per partition in a request, not {len(headers)} "
+                f"({len(with_producer)} with a producer id)")
+    header = headers[0]
+    return ProducerAppend(header.producer_id, header.producer_epoch, header.base_sequence,
+                          last_sequence(header.base_sequence, header.last_offset_delta + 1))
+
 
 # -- a produce's answer ----------------------------------------------------------------------
 
@@ -143,7 +163,8 @@ def batch_infos(records: bytes) -> tuple[BatchInfo, ...]:
         header = read_header(records, position)
         if position + header.size > len(records):
             break
-        infos.append(BatchInfo(header.base_offset, header.last_offset, header.partition_leader_epoch, header.size))
+        infos.append(BatchInfo(header.base_offset, header.last_offset, header.partition_leader_epoch, header.size,
+                               header.producer_id, header.producer_epoch, header.base_sequence))
         position += header.size
     return tuple(infos)
 

@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from replog.core.errors import ErrorCode
+from replog.core.producer_state import ProducerAppend, ProducerEntry
 from replog.core.storage import AppendInfo, ReadResult
 from replog.protocol import BatchHeader, read_header, stamp_batches
 from replog.storage import appended_batches, cleaner, log_reads, retention
 from replog.storage.batches import check_batches
 from replog.storage.checkpoint import LeaderEpochCheckpointFile
+from replog.storage.producer_snapshots import ProducerSnapshots, producer_appends
 from replog.storage.config import LogConfig
 from replog.storage.files import CLEAN_SHUTDOWN, LEADER_EPOCH_CHECKPOINT, fsync_directory
 from replog.storage.log_loading import load_segments
@@ -49,6 +51,7 @@ class PartitionLog:
         self._unflushed_records = 0
         self._last_flush_ms = now_ms
         self._now_ms = now_ms  # the latest time a caller told us, for segments made without one
+        self._producer_snapshots = ProducerSnapshots(directory)
 
     # -- opening and closing --------------------------------------------------------
 
@@ -130,6 +133,26 @@ class PartitionLog:
     @property
     def segments(self) -> tuple[SegmentInfo, ...]:
         return tuple(segment.info for segment in self._segments)
+
+    @property
+    def active_segment_base_offset(self) -> int:
+        return self._active.base_offset
+
+    # -- idempotent producers' state ------------------------------------------------
+
+    def producer_snapshot(self) -> tuple[int, tuple[ProducerEntry, ...]]:
+        """The newest producer snapshot at or below the log end (offset, entries); without one,
+        the log start and nothing."""
+        found = self._producer_snapshots.latest(self.log_end_offset)
+        if found is None or found[0] < self._log_start_offset:
+            return self._log_start_offset, ()
+        return found
+
+    def producer_appends(self, from_offset: int) -> Iterator[tuple[ProducerAppend, int, int]]:
+        return producer_appends(self.read, from_offset, self.log_end_offset)
+
+    def write_producer_snapshot(self, offset: int, entries: Sequence[ProducerEntry]) -> None:
+        self._producer_snapshots.write(offset, entries)
 
     @property
     def leader_epoch_checkpoint(self) -> LeaderEpochCheckpointFile:
@@ -309,6 +332,7 @@ class PartitionLog:
         while len(self._segments) > 1 and self._active.base_offset > offset:
             self._segments.pop().delete()
         self._active.truncate_to(offset)
+        self._producer_snapshots.delete_after(self.log_end_offset)
         if self.log_end_offset < self._log_start_offset:
             self.truncate_fully_and_start_at(self._log_start_offset)
             return True
@@ -322,6 +346,7 @@ class PartitionLog:
         """Drop every segment and start an empty log at `offset` (log start = LEO = `offset`)."""
         while self._segments:
             self._segments.pop().delete()
+        self._producer_snapshots.delete_after(-1)
         self._segments.append(LogSegment.create(self.directory, offset, self.config, self._now_ms))
         fsync_directory(self.directory)
         self._log_start_offset = offset

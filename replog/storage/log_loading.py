@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from replog.storage.config import LogConfig
-from replog.storage.files import CLEANED_SUFFIX, LOG_SUFFIX, TEMP_SUFFIX, parse_segment_name
+from replog.storage.files import CLEANED_SUFFIX, LOG_SUFFIX, SEGMENT_SUFFIXES, TEMP_SUFFIX, parse_segment_name
 from replog.storage.segment import LogSegment
 
 
@@ -52,7 +52,7 @@ def _segment_base_offsets(directory: Path) -> list[int]:
     for name in names:
         parsed = parse_segment_name(name)
         leftover = name.endswith((CLEANED_SUFFIX, TEMP_SUFFIX))
-        orphan = parsed is not None and parsed[0] not in bases
+        orphan = parsed is not None and parsed[1] in SEGMENT_SUFFIXES and parsed[0] not in bases
         if leftover or orphan:
             (directory / name).unlink()
     return sorted(bases)

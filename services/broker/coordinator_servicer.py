@@ -150,6 +150,10 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
     async def ListGroups(self, request: coordinator_pb2.ListGroupsRequest,
                          context: grpc.aio.ServicerContext) -> coordinator_pb2.ListGroupsResponse:
         states = list(request.states_filter)
+        if loading := self._coordinators.loading():
+            return coordinator_pb2.ListGroupsResponse(
+                error_code=int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
+                error_message=f"{OFFSETS_TOPIC} partitions {loading} are still loading; retry")
         listed = [group for shard in self._coordinators.all_shards() for group in shard.list_groups(states)]
         return coordinator_pb2.ListGroupsResponse(error_code=int(ErrorCode.NONE),
                                                   groups=convert.listed_groups(listed))

@@ -204,6 +204,10 @@ class GroupCoordinators:
     def all_shards(self) -> list[GroupCoordinatorShard]:
         return [s.core for s in self._shards.values() if s.state is ShardState.ACTIVE]
 
+    def loading(self) -> list[int]:
+        """The offsets partitions this broker leads whose groups are still being replayed."""
+        return sorted(p for p, s in self._shards.items() if s.state is ShardState.LOADING)
+
     async def _write(self, shard: _Shard, records: tuple[rec.GroupRecord, ...]) -> ErrorCode:
         if not records:
             return ErrorCode.NONE

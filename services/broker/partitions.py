@@ -88,6 +88,7 @@ class Partitions:
             driver.stop(now)
         self.write_checkpoints()
         for driver in self.hosted:
+            driver.snapshot_producers()  # a clean restart reads no batch to know its producers
             driver.log.close()
         self.hosted.clear()
 

@@ -22,7 +22,7 @@ from replog.core.leader import check_acks
 from replog.core.messages import CompleteProduce, ProduceRequest
 from replog.core.topic_partition import TopicPartition
 from replog.protocol.batch import validate_batches
-from replog.rpc.broker_convert import fill_produce_partition
+from replog.rpc.broker_convert import fill_produce_partition, producer_append
 
 
 @dataclass
@@ -89,12 +89,16 @@ def _append(
         fill_produce_partition(result, checked.error, checked.reason)
         return None
     record_count = sum(header.last_offset_delta + 1 for header in checked.headers)
+    producer = producer_append(checked.headers)
+    if isinstance(producer, str):
+        fill_produce_partition(result, ErrorCode.INVALID_RECORD, producer)
+        return None
     waiters = partitions.produce_waiters
     request_id = waiters.new_request_id()
     waiter = waiters.wait(request_id)
     answered = driver.produce(
         ProduceRequest(request_id, bytearray(data.records), record_count, request.acks, request.timeout_ms,
-                       data.current_leader_epoch),
+                       data.current_leader_epoch, producer),
         now,
     )
     metrics.BYTES_IN.labels(key.topic).inc(len(data.records))

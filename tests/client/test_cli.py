@@ -8,11 +8,19 @@ import json
 
 import pytest
 
-from replog.cli import bench, consume
+from replog.cli import bench, consume, groups
 from replog.cli.bootstrap import bootstrap_address
 from replog.cli.main import build_parser, main
 from replog.cli.topics import describe_report, describe_text, parse_replica_assignment
-from replog.client import ClientError, PartitionInfo, TopicDescription
+from replog.client import (
+    ClientError,
+    GroupDescription,
+    MemberDescription,
+    OffsetAndMetadata,
+    PartitionInfo,
+    TopicDescription,
+    TopicPartition,
+)
 
 
 NOWHERE = "127.0.0.1:1"
@@ -122,7 +130,6 @@ def test_describe_text_is_kafkas_layout():
 
 
 @pytest.mark.parametrize(("flags", "message"), [
-    (["--group", "g"], "not supported yet"),
     (["--offset", "3"], "--offset needs --partition"),
     (["--partition", "0", "--offset", "x"], "--offset takes an offset"),
     (["--partition", "0", "--offset", "1", "--from-beginning"], "not both"),
@@ -131,6 +138,20 @@ def test_describe_text_is_kafkas_layout():
 def test_consume_flags_that_do_not_fit_are_one_sentence(capsys, flags, message):
     code, _out, err = run(capsys, "consume", "t", *flags, "--bootstrap", NOWHERE)
     assert code == 1 and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["t", "--group", ""], "the group id must not be empty"),
+    (["t", "--group", "g", "--partition", "0"], "--partition and --offset do not go with it"),
+    (["--group", "g", "--include", "orders-("], "does not compile"),
+    (["t", "--group", "g", "--include", "o.*"], "not both"),
+    (["--group", "g"], "give the TOPIC to read, or --include REGEX"),
+    (["t", "--include", "o.*"], "--include needs --group"),
+    ([], "give the TOPIC to read"),
+])
+def test_consume_group_flags_that_do_not_fit_are_one_sentence(capsys, argv, message):
+    code, _out, err = run(capsys, "consume", *argv, "--bootstrap", NOWHERE)
+    assert code == 1 and message in err and "Traceback" not in err and err.count("\n") == 1
 
 
 def test_start_offset_reads_flags():
@@ -175,3 +196,101 @@ def test_bench_rejects_nonsense_counts():
     args = build_parser().parse_args(["bench", "produce", "--records", "0"])
     with pytest.raises(ClientError):
         bench.check_args(args)
+
+
+# -- groups -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [
+    ["groups", "describe", ""],
+    ["groups", "delete", " "],
+    ["groups", "reset-offsets", "--group", "", "--topic", "t", "--to-earliest"],
+])
+def test_an_empty_group_id_is_one_sentence(capsys, argv):
+    code, _out, err = run(capsys, *argv, "--bootstrap", NOWHERE)
+    assert code == 1 and err == "replog: the group id must not be empty\n"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--topic", ":1", "--to-earliest"], "--topic takes TOPIC"),
+    (["--topic", "t:x", "--to-earliest"], "not whole numbers"),
+    (["--topic", "t", "--to-datetime", "yesterday"], "is not an ISO 8601 time"),
+    (["--topic", "t", "--to-earliest", "--to-latest"], "not allowed with argument"),
+    (["--topic", "t", "--to-earliest", "--dry-run", "--execute"], "not allowed with argument"),
+])
+def test_reset_offsets_flags_argparse_cannot_read_exit_2_with_the_reason(capsys, argv, message):
+    with pytest.raises(SystemExit) as exited:
+        main(["groups", "reset-offsets", "--group", "g", *argv])
+    assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_reset_targets_follow_kafka_and_stay_within_the_log():
+    tp = TopicPartition("t", 0)
+    bounds = groups.LogBounds(earliest=10, latest=50, at_time=30)
+    assert groups.reset_target("to_earliest", None, 20, bounds, tp) == (10, None)
+    assert groups.reset_target("to_latest", None, 20, bounds, tp) == (50, None)
+    assert groups.reset_target("to_datetime", None, 20, bounds, tp) == (30, None)
+    assert groups.reset_target("to_datetime", None, 20, groups.LogBounds(10, 50, -1), tp) == (50, None)
+    assert groups.reset_target("to_offset", 25, None, bounds, tp) == (25, None)
+    assert groups.reset_target("to_offset", 99, None, bounds, tp) == (50, "new offset 99 is past the end of t-0; "
+                                                                          "it is set to 50")
+    assert groups.reset_target("shift_by", -15, 20, bounds, tp) == (10, "new offset 5 is before the start of t-0; "
+                                                                        "it is set to 10")
+    assert groups.reset_target("shift_by", 5, 20, bounds, tp) == (25, None)
+    with pytest.raises(ClientError, match="no committed offset"):
+        groups.reset_target("shift_by", 5, None, bounds, tp)
+
+
+def test_to_offset_0_is_a_reset_to_offset_0():
+    args = build_parser().parse_args(["groups", "reset-offsets", "--group", "g", "--topic", "t", "--to-offset", "0"])
+    assert groups.reset_kind(args) == "to_offset"
+
+
+def test_topic_selections_and_times_are_read_as_kafka_writes_them():
+    assert groups.parse_topic_partitions("orders") == groups.TopicSelection("orders", None)
+    assert groups.parse_topic_partitions("orders:2,0,2") == groups.TopicSelection("orders", (0, 2))
+    assert groups.parse_datetime("1970-01-01T00:00:01Z") == 1_000
+    assert groups.parse_datetime("1970-01-01T01:00:02+01:00") == 2_000
+
+
+def described_fixture():
+    t0, t1, t2 = (TopicPartition("t", p) for p in range(3))
+    member = MemberDescription("m-1", "i-1", None, "client-1", "127.0.0.1", 4, "Stable", ("t",), None,
+                               frozenset({t0, t1}), frozenset({t0, t1}))
+    description = GroupDescription("g", "Stable", 4, 4, "uniform", (member,), 2, "127.0.0.1:9102")
+    committed = {t0: OffsetAndMetadata(5), t2: OffsetAndMetadata(7)}
+    return description, committed, {t0: 8, t1: 3, t2: 7}
+
+
+def test_describe_json_is_exactly_the_designs_shape():
+    report = groups.describe_report(*described_fixture())
+    assert report == {
+        "group": "g", "state": "Stable", "group_epoch": 4, "assignor": "uniform",
+        "members": [{"member_id": "m-1", "instance_id": "i-1", "client_id": "client-1", "host": "127.0.0.1",
+                     "member_epoch": 4, "assignment": [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}]}],
+        "offsets": [
+            {"topic": "t", "partition": 0, "current_offset": 5, "log_end_offset": 8, "lag": 3, "member_id": "m-1"},
+            {"topic": "t", "partition": 1, "current_offset": None, "log_end_offset": 3, "lag": None, "member_id": "m-1"},
+            {"topic": "t", "partition": 2, "current_offset": 7, "log_end_offset": 7, "lag": 0, "member_id": None},
+        ],
+    }
+
+
+def test_describe_text_is_kafka_consumer_groups_layout():
+    description, committed, log_ends = described_fixture()
+    lines = groups.offsets_text(groups.describe_report(description, committed, log_ends), description).splitlines()
+    assert lines[0] == ""
+    assert lines[1].split() == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                                "CONSUMER-ID", "HOST", "CLIENT-ID"]
+    assert [line.split() for line in lines[2:]] == [
+        ["g", "t", "0", "5", "8", "3", "m-1", "127.0.0.1", "client-1"],
+        ["g", "t", "1", "-", "3", "-", "m-1", "127.0.0.1", "client-1"],
+        ["g", "t", "2", "7", "7", "0", "-", "-", "-"],
+    ]
+    assert len({line.index("CURRENT-OFFSET") for line in lines[1:2]}) == 1
+    assert lines[2].index("5") == lines[1].index("CURRENT-OFFSET")  # columns line up
+    members = groups.members_text(description).splitlines()
+    assert members[2].split() == ["g", "m-1", "i-1", "127.0.0.1", "client-1", "2", "4", "t(0,1)", "4", "t(0,1)"]
+    state = groups.state_text(description).splitlines()
+    assert state[1].split()[:3] == ["GROUP", "COORDINATOR", "(ID)"]
+    assert state[2].split() == ["g", "127.0.0.1:9102", "(2)", "uniform", "Stable", "4", "4", "1"]

@@ -37,6 +37,42 @@ def test_bad_consumer_configs_are_refused_with_their_name(configs, named):
         Consumer(NOWHERE, **configs)
 
 
-def test_a_group_id_is_refused_until_groups_exist():
-    with pytest.raises(ClientError, match="not supported yet"):
-        Consumer(NOWHERE, group_id="g")
+@pytest.mark.parametrize(("configs", "named"), [
+    ({"group_id": ""}, "group_id"),
+    ({"group_id": "g", "group_instance_id": ""}, "group_instance_id"),
+    ({"group_instance_id": "i-1"}, "group_instance_id needs a group_id"),
+    ({"group_id": "g", "group_remote_assignor": " "}, "group_remote_assignor"),
+    ({"group_id": "g", "auto_commit_interval_ms": -1}, "auto_commit_interval_ms"),
+    ({"group_id": "g", "max_poll_interval_ms": 0}, "max_poll_interval_ms"),
+])
+def test_bad_group_configs_are_refused_with_their_name(configs, named):
+    with pytest.raises(ValueError, match=named):
+        Consumer(NOWHERE, **configs)
+
+
+@pytest.mark.parametrize("call", [
+    lambda c: c.subscribe(["t"]),
+    lambda c: c.commit({("t", 0): 5}),
+    lambda c: c.committed([("t", 0)]),
+])
+def test_group_calls_without_a_group_id_say_what_is_missing(call):
+    with Consumer(NOWHERE) as consumer, pytest.raises(ClientError, match="needs a consumer group"):
+        call(consumer)
+
+
+def test_subscribe_and_assign_exclude_each_other():
+    with Consumer(NOWHERE, group_id="g", enable_auto_commit=False) as consumer:
+        consumer.assign([("t", 0)])
+        with pytest.raises(ClientError, match="cannot be mixed"):
+            consumer.subscribe(["t"])
+        consumer.unsubscribe()
+        consumer.subscribe(["t"])
+        with pytest.raises(ClientError, match="cannot be mixed"):
+            consumer.assign([("t", 0)])
+        consumer.unsubscribe(timeout=0.5)
+        consumer.assign([("t", 0)])
+
+
+def test_a_regex_that_does_not_compile_is_refused_at_subscribe():
+    with Consumer(NOWHERE, group_id="g") as consumer, pytest.raises(ClientError, match="does not compile"):
+        consumer.subscribe("orders-(")

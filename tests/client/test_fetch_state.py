@@ -2,8 +2,9 @@
 
 import pytest
 
-from replog.client.errors import ClientError, LogTruncationError, OffsetOutOfRangeError
+from replog.client.errors import ClientError, LogTruncationError, NoOffsetForPartitionError, OffsetOutOfRangeError
 from replog.client.fetch_state import Assignment, State
+from replog.client.types import OffsetAndMetadata
 from replog.core.topic_partition import TopicPartition
 
 TP = TopicPartition("t", 0)
@@ -133,3 +134,60 @@ def test_a_negative_seek_is_refused():
     assignment, _part = fetching_at()
     with pytest.raises(ValueError):
         assignment.seek(TP, -1)
+
+
+# -- a consumer with a group ------------------------------------------------------------------------
+
+
+def test_with_a_group_a_new_partition_starts_at_the_committed_offset_checked_against_the_leader():
+    assignment = Assignment("earliest", use_committed=True)
+    assignment.add([TP])
+    part = assignment.get(TP)
+    assert part.state is State.AWAIT_COMMITTED
+    assignment.on_committed(TP, part.generation, OffsetAndMetadata(40, "", leader_epoch=3))
+    assert (part.state, part.position, part.fetch_offset, part.last_epoch) == (State.FETCHING, 40, 40, 3)
+    # The committed epoch is checked against the leader's log before fetching (KIP-320).
+    assert assignment.on_leader_epoch(TP, 5) and part.state is State.AWAIT_VALIDATION
+
+
+def test_without_a_committed_offset_the_reset_policy_decides():
+    assignment = Assignment("latest", use_committed=True)
+    assignment.add([TP])
+    assignment.on_committed(TP, assignment.get(TP).generation, None)
+    assert assignment.get(TP).state is State.AWAIT_RESET and assignment.get(TP).reset_strategy == "latest"
+    strict = Assignment("none", use_committed=True)
+    strict.add([TP])
+    strict.on_committed(TP, strict.get(TP).generation, None)
+    assert strict.get(TP).state is State.FAILED
+    with pytest.raises(NoOffsetForPartitionError, match="no committed offset for t-0"):
+        raise strict.take_error()
+
+
+def test_a_seek_before_the_committed_offset_arrives_wins():
+    assignment = Assignment("earliest", use_committed=True)
+    assignment.add([TP])
+    asked_at = assignment.get(TP).generation
+    assignment.seek(TP, 7)
+    assignment.on_committed(TP, asked_at, OffsetAndMetadata(40))
+    assert assignment.get(TP).position == 7
+
+
+def test_a_revoked_partition_stops_but_keeps_the_position_a_last_commit_saves():
+    assignment, part = fetching_at(position=100, last_epoch=2)
+    other = TopicPartition("t", 1)
+    assignment.add([other])  # no position yet
+    assert assignment.committable() == {TP: OffsetAndMetadata(100, "", 2)}
+    assignment.revoke([TP, other])
+    assert part.state is State.REVOKING and assignment.committable() == {}
+    assert assignment.committable(frozenset({State.REVOKING})) == {TP: OffsetAndMetadata(100, "", 2)}
+    assignment.finish_revocation([TP, other])
+    assert assignment.partitions == {}
+
+
+def test_finishing_a_revocation_keeps_a_partition_assigned_again_meanwhile():
+    assignment, _ = fetching_at()
+    assignment.revoke([TP])
+    assignment.remove([TP])  # lost ...
+    assignment.add([TP])  # ... and assigned again before poll() got to the revocation
+    assignment.finish_revocation([TP])
+    assert assignment.get(TP).state is State.AWAIT_RESET

@@ -112,12 +112,6 @@ def test_beginning_and_end_offsets_of_empty_and_written_partitions(admin, bootst
         assert consumer.beginning_offsets(tps) == {tps[0]: 0, tps[1]: 0}
 
 
-def test_subscribe_is_refused_until_consumer_groups_exist(bootstrap):
-    with Consumer(bootstrap) as consumer:
-        with pytest.raises(ClientError, match="not supported yet; use assign"):
-            consumer.subscribe(["t"])
-
-
 def test_a_bug_in_the_io_loop_is_raised_by_poll_not_waited_on(admin, bootstrap, monkeypatch):
     topic = create(admin, "io-loop-bug")
     with Consumer(bootstrap) as consumer:

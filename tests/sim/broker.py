@@ -29,6 +29,7 @@ from replog.core.messages import (
     TruncateTo,
 )
 from replog.core.partition_driver import LogOpFailed, PartitionDriver
+from replog.core.producer_state import rebuild
 from replog.core.replica import PartitionReplica, Role
 from replog.core.storage import AppendInfo
 from replog.core.topic_partition import TopicPartition
@@ -87,6 +88,11 @@ class CheckedLog:
         self._log.truncate_fully_and_start_at(offset)
 
 
+def _snapshot_and_batches(log: MemoryLog):
+    offset, snapshot = log.producer_snapshot()
+    return snapshot, log.producer_appends(offset)
+
+
 @dataclass
 class _HeldFetch:
     source: object
@@ -136,6 +142,7 @@ class BrokerNode:
             epoch_entries=self.disk.epoch_entries,
             high_watermark=self.disk.high_watermark,
             now_ms=self.sim.now_ms,
+            producer_entries=rebuild(*_snapshot_and_batches(log), self.sim.now_ms),
         )
         driver = PartitionDriver(
             TOPIC_PARTITION, replica, CheckedLog(self),

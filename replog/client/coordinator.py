@@ -1,0 +1,176 @@
+"""Finding a group's coordinator and calling it, on the client's I/O loop.
+
+Any broker answers FindCoordinator (the first one asked creates
+`__consumer_offsets`, and says COORDINATOR_NOT_AVAILABLE until it exists). The
+coordinator found is kept until it answers NOT_COORDINATOR or
+COORDINATOR_NOT_AVAILABLE, or stops answering; then it is looked up again.
+COORDINATOR_LOAD_IN_PROGRESS (a coordinator still reading its partition after
+a failover) is waited out with a backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import grpc
+
+from replog.client.coordinator_requests import (
+    Outcome,
+    commit_results,
+    coordinator_found,
+    fetched_offsets,
+    find_coordinator_request,
+    offset_commit_request,
+    offset_fetch_request,
+)
+from replog.client.errors import ClientError, ClientTimeoutError, ClusterUnreachableError, ServerUnsupportedError
+from replog.client.io import Channels
+from replog.client.metadata import MetadataManager
+from replog.client.retry import backoff_ms, error_code_for_status
+from replog.client.types import OffsetAndMetadata
+from replog.core.errors import ErrorCode
+from replog.core.topic_partition import TopicPartition
+
+log = logging.getLogger("replog.client")
+
+Coordinator = tuple[int, str]  # broker id, "host:port"
+
+FIND_AGAIN = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
+
+
+class GroupCoordinators:
+    """The coordinators of the groups a client talks to, found on demand."""
+
+    def __init__(self, metadata: MetadataManager, channels: Channels, *, request_timeout_ms: int,
+                 retry_backoff_ms: int) -> None:
+        self._metadata = metadata
+        self._channels = channels
+        self._request_timeout_s = request_timeout_ms / 1000
+        self._retry_backoff_ms = retry_backoff_ms
+        self._found: dict[str, Coordinator] = {}
+        self._next_broker = 0
+        self._rng = random.Random()
+
+    def forget(self, group_id: str) -> None:
+        self._found.pop(group_id, None)
+
+    async def find(self, group_id: str, deadline: float) -> Coordinator:
+        """The group's coordinator, asking the brokers in turn until one names it or the deadline passes."""
+        found = self._found.get(group_id)
+        if found is not None:
+            return found
+        request = find_coordinator_request(group_id)
+        attempt = 0
+        while True:
+            problem = await self._ask_a_broker(group_id, request)
+            found = self._found.get(group_id)
+            if found is not None:
+                return found
+            attempt += 1
+            await self._back_off(attempt, deadline, f"no coordinator found for group {group_id!r}", problem)
+
+    async def _ask_a_broker(self, group_id: str, request: Any) -> str:
+        """One FindCoordinator; remembers the coordinator, or says what went wrong."""
+        try:
+            metadata = self._metadata.current if self._metadata.current.brokers else await self._metadata.refresh()
+        except ClusterUnreachableError as error:
+            return str(error)
+        if not metadata.brokers:
+            self._metadata.request_update()
+            return "the cluster has no live broker"
+        brokers = sorted(metadata.brokers.items())
+        broker_id, address = brokers[self._next_broker % len(brokers)]
+        try:
+            response = await self._channels.coordinator(address).FindCoordinator(
+                request, timeout=self._request_timeout_s)
+        except grpc.aio.AioRpcError as error:
+            self._next_broker += 1
+            self._metadata.request_update()
+            return _rpc_failure(error, f"broker {broker_id} at {address}")
+        (code, message), found = coordinator_found(response, group_id)
+        if found is not None:
+            self._found[group_id] = found
+            return ""
+        if not code.retriable:
+            raise ClientError(f"group {group_id!r}: {code.name}: {message}", code)
+        return f"{code.name}: {message}"
+
+    async def call(self, group_id: str, method: str, request: Any, codes: Callable[[Any], Iterable[ErrorCode]],
+                   timeout_s: float) -> tuple[Any, Coordinator]:
+        """Send `request` to the group's coordinator until an answer whose `codes` do not say it moved
+        or is loading; returns the answer and the coordinator that gave it."""
+        deadline = time.monotonic() + timeout_s
+        attempt = 0
+        while True:
+            coordinator = await self.find(group_id, deadline)
+            call_timeout_s = max(min(self._request_timeout_s, deadline - time.monotonic()), 0.001)
+            try:
+                response = await getattr(self._channels.coordinator(coordinator[1]), method)(
+                    request, timeout=call_timeout_s)
+            except grpc.aio.AioRpcError as error:
+                self.forget(group_id)
+                problem = _rpc_failure(error, f"the coordinator of group {group_id!r} (broker {coordinator[0]})")
+            else:
+                found = set(codes(response))
+                if found & FIND_AGAIN:
+                    self.forget(group_id)
+                elif ErrorCode.COORDINATOR_LOAD_IN_PROGRESS not in found:
+                    return response, coordinator
+                problem = f"broker {coordinator[0]} answered {', '.join(sorted(c.name for c in found))}"
+            attempt += 1
+            await self._back_off(attempt, deadline, f"{method} for group {group_id!r} did not succeed", problem)
+
+    async def commit_offsets(self, group_id: str, member_id: str, member_epoch: int,
+                             offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                             timeout_s: float) -> dict[TopicPartition, Outcome]:
+        """One OffsetCommit (sent again while the coordinator moves or loads): each partition's outcome."""
+        request = offset_commit_request(group_id, member_id, member_epoch, offsets)
+        response, _ = await self.call(group_id, "OffsetCommit", request,
+                                      lambda r: [code for code, _ in commit_results(r).values()], timeout_s)
+        results = commit_results(response)
+        missing = (ErrorCode.UNKNOWN_SERVER_ERROR, "the coordinator's answer left the partition out")
+        return {tp: results.get(tp, missing) for tp in offsets}
+
+    async def committed_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None,
+                                timeout_s: float) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed offsets of these partitions (None: nothing committed), or of every
+        partition it committed for."""
+        partitions = None if partitions is None else list(partitions)
+        request = offset_fetch_request(group_id, partitions)
+        response, _ = await self.call(group_id, "OffsetFetch", request, _fetch_codes, timeout_s)
+        (code, message), offsets, failed = fetched_offsets(response)
+        if code is ErrorCode.NONE and failed:
+            tp, (code, message) = next(iter(sorted(failed.items())))
+            message = f"{tp}: {message}"
+        if code is not ErrorCode.NONE:
+            raise ClientError(f"reading the committed offsets of group {group_id!r} failed: {code.name}: {message}",
+                              code)
+        return offsets if partitions is None else {tp: offsets.get(tp) for tp in partitions}
+
+    async def _back_off(self, attempt: int, deadline: float, what: str, problem: str) -> None:
+        wait_s = backoff_ms(attempt, self._retry_backoff_ms, jitter=self._rng.random()) / 1000
+        if time.monotonic() + wait_s >= deadline:
+            raise ClientTimeoutError(f"{what} in time: {problem}" if problem else f"{what} in time")
+        log.debug("%s yet (%s); retrying", what, problem)
+        await asyncio.sleep(wait_s)
+
+
+def _fetch_codes(response: Any) -> list[ErrorCode]:
+    (code, _), _offsets, failed = fetched_offsets(response)
+    return [code, *(c for c, _ in failed.values())]
+
+
+def _rpc_failure(error: grpc.aio.AioRpcError, who: str) -> str:
+    """A retriable gRPC failure as a sentence; raises for those that retrying will not fix."""
+    if error.code() is grpc.StatusCode.UNIMPLEMENTED:
+        raise ServerUnsupportedError(f"{who} does not serve consumer groups: {error.details()}") from None
+    code = error_code_for_status(error.code())
+    detail = f"{who} answered {error.code().name}: {error.details()}"
+    if not code.retriable:
+        raise ClientError(detail, code) from None
+    return detail

@@ -1,0 +1,103 @@
+"""Idempotent producers' state on disk: `<offset>.snapshot` files beside a partition's segments.
+
+A snapshot holds every producer the partition knew, with its epoch and its last
+five batches, as of the log end `offset` it is named after (Kafka names its
+producer snapshots the same way). A restarted broker loads the latest snapshot
+at or below the log end and reads only the batches after it, instead of the
+whole log. Snapshots are written when a segment rolls and when the log closes;
+a truncation deletes those past the new log end; the two newest are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from replog.core.producer_state import NO_PRODUCER_ID, CachedBatch, ProducerAppend, ProducerEntry, last_sequence
+from replog.protocol import iter_headers
+from replog.storage.files import TEMP_SUFFIX, fsync_directory
+
+SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOT_VERSION = 1
+SNAPSHOTS_KEPT = 2
+READ_BYTES = 1 << 20
+
+
+class ProducerSnapshots:
+    def __init__(self, directory: Path) -> None:
+        self._directory = directory
+
+    def _offsets(self) -> list[int]:
+        offsets = []
+        for path in self._directory.glob(f"*{SNAPSHOT_SUFFIX}"):
+            try:
+                offsets.append(int(path.name.removesuffix(SNAPSHOT_SUFFIX)))
+            except ValueError:
+                continue
+        return sorted(offsets)
+
+    def _path(self, offset: int) -> Path:
+        return self._directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+    def write(self, offset: int, entries: Sequence[ProducerEntry]) -> None:
+        document = {"version": SNAPSHOT_VERSION, "offset": offset, "producers": [
+            {"producer_id": e.producer_id, "epoch": e.epoch,
+             "batches": [[b.first_sequence, b.last_sequence, b.first_offset, b.last_offset] for b in e.batches]}
+            for e in entries]}
+        path = self._path(offset)
+        temporary = path.with_name(path.name + TEMP_SUFFIX)
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, separators=(",", ":"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+        fsync_directory(self._directory)
+        for old in self._offsets()[:-SNAPSHOTS_KEPT]:
+            self._path(old).unlink(missing_ok=True)
+
+    def latest(self, at_most: int) -> tuple[int, tuple[ProducerEntry, ...]] | None:
+        """The newest snapshot at or below `at_most` that reads back whole; None without one."""
+        for offset in reversed(self._offsets()):
+            if offset > at_most:
+                continue
+            entries = self._read(offset)
+            if entries is not None:
+                return offset, entries
+        return None
+
+    def _read(self, offset: int) -> tuple[ProducerEntry, ...] | None:
+        try:
+            document = json.loads(self._path(offset).read_text(encoding="utf-8"))
+            if document["version"] != SNAPSHOT_VERSION or document["offset"] != offset:
+                return None
+            return tuple(
+                ProducerEntry(int(p["producer_id"]), int(p["epoch"]),
+                              tuple(CachedBatch(*(int(v) for v in batch)) for batch in p["batches"]), 0)
+                for p in document["producers"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # torn or foreign: an older snapshot (or the log itself) serves
+
+    def delete_after(self, offset: int) -> None:
+        """A truncation to `offset`: snapshots of a longer log no longer hold."""
+        for old in self._offsets():
+            if old > offset:
+                self._path(old).unlink(missing_ok=True)
+
+
+def producer_appends(read, from_offset: int, end_offset: int) -> Iterator[tuple[ProducerAppend, int, int]]:
+    """The idempotent batches in [from_offset, end_offset) of a log, from their headers only.
+
+    `read` is the log's read(offset, max_bytes, max_offset=...)."""
+    offset = from_offset
+    while offset < end_offset:
+        result = read(offset, READ_BYTES, max_offset=end_offset)
+        if not result.records:
+            return
+        for header in iter_headers(result.records):
+            if header.producer_id != NO_PRODUCER_ID:
+                yield (ProducerAppend(header.producer_id, header.producer_epoch, header.base_sequence,
+                                      last_sequence(header.base_sequence, header.last_offset_delta + 1)),
+                       header.base_offset, header.last_offset)
+            offset = header.last_offset + 1
