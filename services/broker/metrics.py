@@ -43,6 +43,8 @@ GROUP_REBALANCE_SECONDS = prometheus_client.Histogram(
 GROUP_COMMIT_SECONDS = prometheus_client.Histogram(
     "replog_group_commit_seconds", "From an OffsetCommit's arrival until it is durable and answered.",
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1))
+PRODUCER_IDS_ISSUED = prometheus_client.Counter(
+    "replog_producer_ids_issued_total", "Producer ids this broker handed out (InitProducerId).")
 
 
 _groups_reported: set[str] = set()
