@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from replog.core.invariant import require
+from replog.dev import prometheus
 from replog.dev.cluster_file import CLUSTER_FILE, DEFAULT_DATA_DIR, Cluster, Member, find_data_dir
 from replog.dev.ports import HOST, choose_ports
 from replog.dev.processes import (
@@ -53,6 +54,8 @@ def up(
     check_config_keys(config)
     if brokers < 1 or controllers < 1:
         raise DevError("a cluster needs at least one broker and one controller.")
+    if monitoring:
+        prometheus.check_installed()
     cluster = _existing_or_new(data_dir, brokers, controllers, zookeeper_address, base_port, config)
     cluster.state["log_format"] = log_format
     if monitoring and cluster.prometheus is None:
