@@ -29,6 +29,7 @@ from replog.core.group.placement import OFFSETS_TOPIC
 from replog.core.messages import AlterPartitionResponse, ProposeIsr, SendFetch
 from replog.core.partition_driver import PartitionDriver
 from replog.core.topic_partition import TopicPartition
+from replog.rpc import logs
 from replog.storage import LogConfig, LogConfigError
 from replog.zk.store import BrokerRegistration, MetadataStore, Watched
 
@@ -140,6 +141,7 @@ class BrokerProcess:
         await self._store.start()
         cluster_id = await self._store.cluster_id()
         check_log_dirs(self._log_dirs, broker_id=self.broker_id, cluster_id=cluster_id)
+        metrics.watch_log_dirs(self._log_dirs)
         self._partitions.start()
         self._controller.start()
         self._groups.start()
@@ -240,7 +242,8 @@ class BrokerProcess:
 
     def _propose_isr(self, driver: PartitionDriver, message: ProposeIsr) -> None:
         log.info("%s proposes ISR %s (leader epoch %d, partition epoch %d)", driver.name,
-                 list(message.request.isr), message.request.leader_epoch, message.request.partition_epoch)
+                 list(message.request.isr), message.request.leader_epoch, message.request.partition_epoch,
+                 extra=logs.fields("isr_proposed", topic=driver.topic, partition=driver.partition))
         self._controller.propose(driver.topic, driver.partition, message.proposal_id, message.request)
 
     def _on_alter_partition_answer(self, key: ProposalKey, answer: AlterPartitionResponse) -> None:
