@@ -6,6 +6,7 @@ from __future__ import annotations
 import helm_python as helm
 import kubernetes_validate
 import pytest
+import yaml
 
 from tests.chart.chart import CHART, NAMESPACE, container, env, named, notes, of_kind, refusal, render
 
@@ -202,7 +203,12 @@ def test_metrics_switches_add_the_monitors_rules_and_dashboards_and_are_off_by_d
     objects = render(VALUE_SETS["metrics on"])
     assert {o["kind"] for o in objects} >= CUSTOM_KINDS
     assert named(objects, "PodMonitor", "replog")["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
-    assert "groups" in named(objects, "PrometheusRule", "replog")["spec"]
+    # Every alert rule and every dashboard that replog/monitoring generates, as generated.
+    rules = yaml.safe_load((CHART / "rules" / "replog.rules.yaml").read_text())
+    assert rules["groups"] and named(objects, "PrometheusRule", "replog")["spec"] == rules
+    dashboards = {path.name: path.read_text() for path in (CHART / "dashboards").glob("*.json")}
+    shipped = {key: text for cm in of_kind(objects, "ConfigMap") for key, text in cm.get("data", {}).items()}
+    assert dashboards and shipped == dashboards
 
 
 def test_network_policies_open_each_service_port_and_metrics_only_to_prometheus():
