@@ -2,14 +2,17 @@
 every partition they touched and complete; every end bumps the epoch (KIP-890), so that calls of an
 ended transaction or a fenced producer are refused; a failover resumes what was in flight."""
 
+from dataclasses import replace
+
 import pytest
 
 from replog.core.errors import ErrorCode
+from replog.core.key_placement import partition_for
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.coordinator import TransactionCoordinator
 from replog.core.txn.metadata import PRODUCER_EPOCH_MAX
 from replog.core.txn.placement import partition_for_transactional_id
-from replog.core.txn.records import decode
+from replog.core.txn.records import TxnRecord, decode
 from replog.core.txn.requests import (
     AddOffsetsRequest,
     InitProducerIdRequest,
@@ -175,10 +178,8 @@ def test_init_producer_id_at_the_last_epoch_moves_to_a_new_id():
     assert (retry.producer_id, retry.producer_epoch) == (answer.producer_id, 0)
 
 
-def _at_epoch(core: TransactionCoordinator, tid: str, epoch: int):
-    from dataclasses import replace
-
-    from replog.core.txn.records import TxnRecord
+def _at_epoch(core: TransactionCoordinator, tid: str, epoch: int) -> TxnRecord:
+    """The id's record as if its producer had come to `epoch` (thousands of transactions later)."""
     return TxnRecord(tid, replace(core.get(tid), producer_epoch=epoch, last_producer_epoch=-1))
 
 
@@ -236,7 +237,6 @@ def test_add_offsets_adds_the_groups_consumer_offsets_partition():
     pid, epoch = started(c)
     assert c.take(c.core.add_offsets(AddOffsetsRequest("tx", pid, epoch, "my-group"), c.now_ms)).error == \
         ErrorCode.NONE
-    from replog.core.group.placement import partition_for
     assert c.core.get("tx").partitions == {TopicPartition("__consumer_offsets", partition_for("my-group", 50))}
 
 
