@@ -8,12 +8,15 @@ STAMP := $(VENV)/.installed
 APT_STAMP := $(VENV)/.system-packages
 DEMO_DIR ?= .replog
 
-.PHONY: setup system-packages demo test test-fast proto lint down bench chaos clean
+.PHONY: setup system-packages demo test test-fast proto lint down bench chaos clean dashboards dashboards-preview
 
 setup: $(STAMP)
 
 # ZooKeeper's server jar and a headless Java come from Debian's packages, and so do a C
-# compiler and Python's headers for the consumer's record decoder when they are missing.
+# compiler and Python's headers for the consumer's record decoder when they are missing, and
+# Prometheus (with promtool) for `replog dev up --monitoring` and tests/monitoring. Debian would
+# start Prometheus as a system service on install: a policy-rc.d keeps it from starting, for
+# replog runs its own.
 $(APT_STAMP):
 	@if ! command -v java >/dev/null 2>&1 || [ ! -f /usr/share/java/zookeeper.jar ]; then \
 	  echo "installing the system packages: zookeeper, default-jre-headless"; \
@@ -24,6 +27,14 @@ $(APT_STAMP):
 	  echo "installing the system packages: gcc, $(PYTHON)-dev"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq gcc $(PYTHON)-dev >/dev/null; \
+	fi
+	@if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then \
+	  echo "installing the system package: prometheus (not started as a service)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  POLICY=/usr/sbin/policy-rc.d; ADDED=; \
+	  if [ ! -e $$POLICY ]; then printf '#!/bin/sh\nexit 101\n' | $$SUDO tee $$POLICY >/dev/null && $$SUDO chmod +x $$POLICY && ADDED=1; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq prometheus >/dev/null; \
+	  STATUS=$$?; [ -n "$$ADDED" ] && $$SUDO rm -f $$POLICY; exit $$STATUS; \
 	fi
 	@mkdir -p $(VENV) && touch $@
 
@@ -37,6 +48,16 @@ $(STAMP): pyproject.toml setup.py replog/protocol/_records.c | $(APT_STAMP)
 # Regenerate replog/api from proto/ (the committed copy is checked by tests/unit/test_api_generated.py).
 proto: setup
 	$(PY) -m replog.api.generate
+
+# Regenerate helm/replog/dashboards/*.json and helm/replog/rules/replog.rules.yaml from
+# replog/monitoring (the committed files are checked by tests/monitoring).
+dashboards: setup
+	$(PY) -m replog.monitoring.generate
+
+# Draw every dashboard's panels from the local cluster's Prometheus into build/dashboards-preview/*.png
+# (start one with `replog dev up --monitoring`; DEMO_DIR picks the cluster).
+dashboards-preview: setup
+	$(PY) -m replog.monitoring.preview --data-dir $(DEMO_DIR) --out build/dashboards-preview
 
 lint: setup
 	cd proto && ../$(VENV)/bin/buf lint

@@ -49,6 +49,10 @@ def add_commands(commands: Any) -> None:
                         "e2e: 10,000)")
     parser.add_argument("--signal", choices=["KILL", "TERM"], default="KILL",
                         help="failover: how the broker is stopped (TERM: a controlled shutdown; default KILL)")
+    parser.add_argument("--enable-idempotence", choices=["true", "false"],
+                        help="the producer's enable.idempotence (default: true with acks=all, as Kafka)")
+    parser.add_argument("--max-in-flight", type=int, default=5, metavar="N",
+                        help="the producer's max.in.flight.requests.per.connection (default 5)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_cluster_arguments(parser)
     parser.set_defaults(handler=_bench)
@@ -66,6 +70,10 @@ def check_args(args: argparse.Namespace) -> None:
         raise ClientError("--rate must be positive")
     if args.replication_factor is not None and args.replication_factor < 1:
         raise ClientError("--replication-factor must be at least 1")
+    if args.max_in_flight < 1:
+        raise ClientError("--max-in-flight must be at least 1")
+    if args.enable_idempotence == "true" and (args.acks not in ("all", "-1") or args.max_in_flight > 5):
+        raise ClientError("--enable-idempotence true needs --acks all and --max-in-flight of at most 5")
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -81,7 +89,8 @@ def _bench(args: argparse.Namespace) -> int:
     else:
         result = bench_e2e(bootstrap, topic, args)
     result.update(kind=args.kind, topic=topic, records=args.records, record_size=args.record_size,
-                  acks=args.acks, partitions=args.partitions, replication_factor=args.replication_factor)
+                  acks=args.acks, partitions=args.partitions, replication_factor=args.replication_factor,
+                  enable_idempotence=args.enable_idempotence or "default", max_in_flight=args.max_in_flight)
     print(json.dumps(result) if args.json else summary(result))
     return 0
 
@@ -110,9 +119,16 @@ def paced_counts(total: int, rate: float | None, started_s: float, now_s: float,
     return max(0, due - sent)
 
 
+def producer_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The producer settings the bench was given."""
+    idempotence = None if args.enable_idempotence is None else args.enable_idempotence == "true"
+    return {"acks": args.acks, "enable_idempotence": idempotence,
+            "max_in_flight_requests_per_connection": args.max_in_flight}
+
+
 def bench_produce(bootstrap: str, topic: str, args: argparse.Namespace) -> dict[str, Any]:
     value = os.urandom(args.record_size)
-    with Producer(bootstrap, acks=args.acks) as producer:
+    with Producer(bootstrap, **producer_options(args)) as producer:
         producer.partitions_for(topic)
         started = time.perf_counter()
         results = []
@@ -161,8 +177,8 @@ def bench_e2e(bootstrap: str, topic: str, args: argparse.Namespace) -> dict[str,
     context = multiprocessing.get_context("spawn")
     to_producer, to_consumer = context.Pipe()
     producer = context.Process(target=_e2e_producer, name="bench-e2e-producer",
-                               args=(bootstrap, topic, args.acks, args.partitions, args.records, args.rate,
-                                     args.record_size, to_consumer), daemon=True)
+                               args=(bootstrap, topic, producer_options(args), args.partitions, args.records,
+                                     args.rate, args.record_size, to_consumer), daemon=True)
     with Consumer(bootstrap, auto_offset_reset="latest", fetch_max_wait_ms=100) as consumer:
         tps = [TopicPartition(topic, p) for p in range(args.partitions)]
         consumer.assign(tps)
@@ -216,12 +232,12 @@ def _expect(connection, word: str, producer) -> None:
         raise ClientError(f"the producer said {message[0]!r} where {word!r} was due")
 
 
-def _e2e_producer(bootstrap: str, topic: str, acks: str, partitions: int, records: int, rate: float,
+def _e2e_producer(bootstrap: str, topic: str, options: dict[str, Any], partitions: int, records: int, rate: float,
                   record_size: int, connection) -> None:
     """The producer process: one warm-up record per partition, then the schedule."""
     try:
         padding = os.urandom(record_size - SCHEDULE.size)
-        with Producer(bootstrap, acks=acks, linger_ms=0) as producer:
+        with Producer(bootstrap, linger_ms=0, **options) as producer:
             warm_up = [producer.send_many(topic, [SCHEDULE.pack(0) + padding], partition=p) for p in range(partitions)]
             producer.flush()
             _raise_first_failure(warm_up)

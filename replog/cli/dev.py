@@ -9,6 +9,7 @@ from typing import Any
 from replog.config import ConfigError, parse_overrides
 from replog.dev import cluster as local
 from replog.dev.processes import DevError
+from replog.rpc import logs
 
 USER_ERRORS = (DevError, ConfigError)
 
@@ -29,6 +30,11 @@ def add_commands(commands: Any) -> None:
                     help="first of the consecutive ports to use (default 0: free ports)")
     up.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                     help="a setting for every service that has it, e.g. zookeeper.session.timeout.ms=6000")
+    up.add_argument("--monitoring", action="store_true",
+                    help="also run a Prometheus (Debian's prometheus package) that scrapes every member and "
+                    "evaluates replog's alert rules; its URL is printed (kept when the cluster starts again)")
+    up.add_argument("--log-format", choices=logs.FORMATS, default="text",
+                    help="how the members log into <data-dir>/logs/: text (default), or json, one object a line")
     up.set_defaults(handler=_up)
 
     status = sub.add_parser("status", help="show every process of the local cluster")
@@ -74,12 +80,16 @@ def _up(args: argparse.Namespace) -> int:
         zookeeper_address=args.zookeeper,
         base_port=args.base_port,
         config=parse_overrides(args.config),
+        monitoring=args.monitoring,
+        log_format=args.log_format,
     )
     members = cluster.members()
     print(f"local cluster up in {cluster.data_dir}: ZooKeeper at {cluster.zookeeper_address}, "
           f"{len(cluster.members('broker'))} brokers, {len(cluster.members('controller'))} controllers, "
           f"{len(cluster.members('metadata'))} metadata service; all {len(members)} SERVING")
     print(f"bootstrap (metadata service): {cluster.members('metadata')[0].address}")
+    if cluster.prometheus is not None:
+        print(f"prometheus: http://{cluster.prometheus['address']}")
     return 0
 
 
@@ -99,6 +109,10 @@ def _status(args: argparse.Namespace) -> int:
               f"{_alive(controller['alive']):<5}  {role}")
     for metadata in report["metadata"]:
         print(f"metadata    {metadata['address']:<21} pid {_pid(metadata['pid']):>7}  {_alive(metadata['alive'])}")
+    if "prometheus" in report:
+        prom = report["prometheus"]
+        print(f"prometheus  {prom['address']:<21} pid {_pid(prom['pid']):>7}  {_alive(prom['alive']):<5}  "
+              f"http://{prom['address']}")
     return 0
 
 

@@ -7,17 +7,19 @@ of those leaders (`drain`), and reports each batch's outcome (`complete` or
 in as a number (monotonic milliseconds), so the rules can be tested without
 a clock.
 
-Ordering within a partition: a partition has at most one batch in flight,
-and batches leave in the order they were opened; a batch that comes back for
-a retry goes to the front of its partition's queue. Several requests to one
-leader may be in flight at once, but they carry different partitions: gRPC
-streams on one channel have no order among them, and a broker may append
-two concurrent requests in either order, so a second batch of the same
-partition in flight could overtake the first. (Kafka's idempotent producer
-pipelines one partition safely through sequence numbers; replog's producer
-has none yet.) While a batch is in flight its partition's open batch keeps
-filling, so batches grow to what one round trip's worth of records is, up
-to batch_size.
+Ordering within a partition: batches leave in the order they were opened,
+and a batch that comes back for a retry goes to the front of its partition's
+queue. Without idempotence a partition has at most one batch in flight:
+several requests to one leader carry different partitions, since a retry of
+a first batch could land after a second. An idempotent producer numbers each
+partition's records (sequence numbers, set when a batch first leaves) and
+keeps up to `in_flight_per_partition` batches of a partition in flight on
+the leader's stream, which the leader appends in order; when one comes back
+for a retry, nothing more of its partition leaves until the rest are back,
+and then they go again in sequence order (the leader answers a batch it
+already has with its first offsets, and refuses one after a gap). While a
+batch is in flight its partition's open batch keeps filling, so batches grow
+to what one round trip's worth of records is, up to batch_size.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 
 from replog.client.cluster import ClusterMetadata
 from replog.client.errors import ClientTimeoutError, ProducerClosedError
+from replog.core.producer_state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, SEQUENCE_MODULUS
 from replog.core.topic_partition import TopicPartition
 from replog.protocol import encode_batch
 from replog.protocol.compression import Compression
@@ -71,7 +74,7 @@ class ProducerBatch:
     """Records for one partition that travel together; their futures share `result`."""
 
     __slots__ = ("tp", "sequence", "rows", "size_bytes", "created_ms", "attempts", "retry_at_ms",
-                 "result", "timestamp_ms", "_encoded")
+                 "result", "timestamp_ms", "base_sequence", "generation", "_encoded")
 
     def __init__(self, tp: TopicPartition, sequence: int, created_ms: float) -> None:
         self.tp = tp
@@ -83,14 +86,22 @@ class ProducerBatch:
         self.retry_at_ms = 0.0
         self.result: Future = Future()  # (base_offset, timestamp_ms) or the error
         self.timestamp_ms = -1  # the records' create time, fixed when the batch is encoded
+        self.base_sequence = NO_SEQUENCE  # an idempotent producer's first sequence, set when it first leaves
+        self.generation = 0  # the producer id it was numbered under (the accumulator's count of resets)
         self._encoded: bytes | None = None
 
-    def encode(self, compression: Compression, timestamp_ms: int) -> bytes:
+    def encode(self, compression: Compression, timestamp_ms: int, producer_id: int = NO_PRODUCER_ID,
+               producer_epoch: int = NO_PRODUCER_EPOCH) -> bytes:
         """The batch's bytes, encoded once: a retry sends the very same bytes."""
         if self._encoded is None:
             self.timestamp_ms = timestamp_ms
-            self._encoded = encode_batch(self.rows, base_timestamp_ms=timestamp_ms, compression=compression)
+            self._encoded = encode_batch(self.rows, base_timestamp_ms=timestamp_ms, compression=compression,
+                                         producer_id=producer_id, producer_epoch=producer_epoch,
+                                         base_sequence=self.base_sequence)
         return self._encoded
+
+    def renumber(self, base_sequence: int, generation: int) -> None:
+        self.base_sequence, self.generation, self._encoded = base_sequence, generation, None
 
     def __repr__(self) -> str:
         return f"ProducerBatch({self.tp}, #{self.sequence}, {len(self.rows)} records, attempts={self.attempts})"
@@ -104,15 +115,21 @@ class ReadyCheck:
 
 
 class RecordAccumulator:
-    def __init__(self, *, batch_size: int, linger_ms: float, buffer_memory: int) -> None:
+    def __init__(self, *, batch_size: int, linger_ms: float, buffer_memory: int, idempotent: bool = False,
+                 in_flight_per_partition: int = 1) -> None:
         self._batch_size = batch_size
+        self._idempotent = idempotent
+        self._in_flight_max = in_flight_per_partition if idempotent else 1
+        self._next_sequence: dict[TopicPartition, int] = {}
+        self._generation = 0
+        self._retrying: set[TopicPartition] = set()  # a batch came back: the rest must be back before more leave
         self._linger_ms = linger_ms
         self._buffer_memory = buffer_memory
         self._lock = threading.Lock()
         self._space = threading.Condition(self._lock)
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._open: dict[TopicPartition, ProducerBatch] = {}  # the batch taking records, per partition
-        self._in_flight: set[TopicPartition] = set()  # partitions with a batch in flight
+        self._in_flight: dict[TopicPartition, set[ProducerBatch]] = {}  # partitions' batches in flight
         self._incomplete: set[ProducerBatch] = set()
         self._buffered_bytes = 0
         self._sequence = 0
@@ -222,7 +239,7 @@ class RecordAccumulator:
         next_ready_ms = INFINITE_MS
         with self._lock:
             for tp, queue in self._queues.items():
-                if not queue or tp in self._in_flight:
+                if not queue or not self._can_send(tp):
                     continue
                 leader = metadata.leader_of(tp)
                 if leader < 0:
@@ -262,7 +279,7 @@ class RecordAccumulator:
                 partitions = partitions[self._drain_start:] + partitions[: self._drain_start]
             for tp in partitions:
                 queue = self._queues[tp]
-                if not queue or tp in self._in_flight:
+                if not queue or not self._can_send(tp):
                     continue
                 leader = metadata.leader_of(tp)
                 if leader not in leaders:
@@ -277,7 +294,11 @@ class RecordAccumulator:
                 if self._open.get(tp) is batch:
                     del self._open[tp]
                 batch.attempts += 1
-                self._in_flight.add(tp)
+                if self._idempotent and (batch.base_sequence == NO_SEQUENCE or batch.generation != self._generation):
+                    first = self._next_sequence.get(tp, 0)
+                    batch.renumber(first, self._generation)
+                    self._next_sequence[tp] = (first + len(batch.rows)) % SEQUENCE_MODULUS
+                self._in_flight.setdefault(tp, set()).add(batch)
                 drained.setdefault(leader, []).append(batch)
                 request_bytes[leader] = size + batch.size_bytes
         return drained
@@ -289,9 +310,12 @@ class RecordAccumulator:
             self._release(batch)
 
     def requeue(self, batch: ProducerBatch, retry_at_ms: float) -> None:
-        """Put a batch back for a retry, ahead of every batch of its partition opened after it."""
+        """Put a batch back for a retry, ahead of every batch of its partition opened after it; nothing
+        more of its partition leaves until its other batches in flight are back too."""
         with self._lock:
             self._settle_in_flight(batch)
+            if batch.tp in self._in_flight:
+                self._retrying.add(batch.tp)
             batch.retry_at_ms = retry_at_ms
             queue = self._queues.setdefault(batch.tp, deque())
             index = 0
@@ -328,8 +352,35 @@ class RecordAccumulator:
         with self._lock:
             return self._closing and not self._incomplete
 
+    def has_earlier(self, batch: ProducerBatch) -> bool:
+        """Whether a batch of the same partition opened before this one is still to be acknowledged."""
+        with self._lock:
+            flying = self._in_flight.get(batch.tp, ())
+            return any(b.sequence < batch.sequence for b in flying) or any(
+                b.sequence < batch.sequence for b in self._queues.get(batch.tp, ()))
+
+    @property
+    def generation(self) -> int:
+        return self._generation
+
+    def reset_sequences(self) -> None:
+        """A new producer id: every partition's numbering starts again at 0, and batches numbered under
+        the old id are numbered again when they next leave."""
+        with self._lock:
+            self._generation += 1
+            self._next_sequence.clear()
+
+    def _can_send(self, tp: TopicPartition) -> bool:
+        flying = self._in_flight.get(tp)
+        return not flying or (tp not in self._retrying and len(flying) < self._in_flight_max)
+
     def _settle_in_flight(self, batch: ProducerBatch) -> None:
-        self._in_flight.discard(batch.tp)
+        flying = self._in_flight.get(batch.tp)
+        if flying is not None:
+            flying.discard(batch)
+            if not flying:
+                del self._in_flight[batch.tp]
+                self._retrying.discard(batch.tp)
 
     def _release(self, batch: ProducerBatch) -> None:
         if self._open.get(batch.tp) is batch:

@@ -20,6 +20,9 @@ def parse_acks(acks: Any) -> int:
         raise ValueError(f"acks must be 'all', -1, 1 or 0, not {acks!r}") from None
 
 
+IDEMPOTENT_IN_FLIGHT_MAX = 5  # the batches a partition leader remembers per producer
+
+
 @dataclass(frozen=True)
 class ProducerConfig:
     """Kafka's producer configs under Python names (linger_ms is linger.ms, ...)."""
@@ -36,6 +39,7 @@ class ProducerConfig:
     buffer_memory: int = 32 << 20
     max_request_size: int = 16 << 20
     max_block_ms: int = 60_000
+    enable_idempotence: bool = False
 
     def __post_init__(self) -> None:
         positive = ("batch_size", "request_timeout_ms", "delivery_timeout_ms",
@@ -49,6 +53,19 @@ class ProducerConfig:
         if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
             raise ValueError("delivery_timeout_ms must be at least linger_ms + request_timeout_ms "
                              f"({self.linger_ms + self.request_timeout_ms:g}), as in Kafka")
+        if self.enable_idempotence:
+            if self.acks != -1:
+                raise ValueError(f"enable_idempotence needs acks='all', not acks={self.acks}")
+            if self.max_in_flight_requests_per_connection > IDEMPOTENT_IN_FLIGHT_MAX:
+                raise ValueError(f"enable_idempotence needs max_in_flight_requests_per_connection of at most "
+                                 f"{IDEMPOTENT_IN_FLIGHT_MAX}, not {self.max_in_flight_requests_per_connection}")
+            if self.retries == 0:
+                raise ValueError("enable_idempotence needs retries above 0")
+
+    @staticmethod
+    def idempotence_default(acks: int, max_in_flight: int, retries: int) -> bool:
+        """Kafka's default (3.0 on): idempotent unless another setting rules it out."""
+        return acks == -1 and max_in_flight <= IDEMPOTENT_IN_FLIGHT_MAX and retries > 0
 
 
 INT32_MAX = 2**31 - 1

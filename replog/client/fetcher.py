@@ -18,8 +18,8 @@ from collections.abc import Iterable
 
 import grpc
 
-from replog.client.cluster import ClusterMetadata
 from replog.client.broker_requests import fetch_request, offsets_for_leader_epoch_request, partition_results
+from replog.client.cluster import ClusterMetadata
 from replog.client.configs import ConsumerConfig
 from replog.client.errors import FetchError
 from replog.client.fetch_buffer import CompletedFetch, FetchBuffer, next_fetch_offset

@@ -36,7 +36,6 @@ from replog.client.membership import (
     Assign,
     Change,
     HeartbeatAnswer,
-    Lose,
     Membership,
     MemberState,
     PendingCallbacks,

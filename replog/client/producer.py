@@ -138,9 +138,14 @@ class Producer:
         buffer_memory: int = 32 << 20,
         max_request_size: int = 16 << 20,
         max_block_ms: int = 60_000,
+        enable_idempotence: bool | None = None,
     ) -> None:
+        acks_value = parse_acks(acks)
+        if enable_idempotence is None:
+            enable_idempotence = ProducerConfig.idempotence_default(acks_value, max_in_flight_requests_per_connection,
+                                                                    retries)
         self.config = ProducerConfig(
-            acks=parse_acks(acks),
+            acks=acks_value,
             linger_ms=linger_ms,
             batch_size=batch_size,
             compression=Compression.from_name(compression_type),
@@ -152,10 +157,12 @@ class Producer:
             buffer_memory=buffer_memory,
             max_request_size=max_request_size,
             max_block_ms=max_block_ms,
+            enable_idempotence=enable_idempotence,
         )
         addresses = parse_bootstrap(bootstrap)
         self._accumulator = RecordAccumulator(
-            batch_size=batch_size, linger_ms=linger_ms, buffer_memory=buffer_memory
+            batch_size=batch_size, linger_ms=linger_ms, buffer_memory=buffer_memory,
+            idempotent=enable_idempotence, in_flight_per_partition=max_in_flight_requests_per_connection,
         )
         self._partitioner = StickyPartitioner(batch_size)
         self._topics: dict[str, _KnownTopic] = {}

@@ -9,6 +9,13 @@ leader), encodes each batch once, and sends. An answer completes, retries
 Requests go on one ProduceStream per leader, kept open: the broker appends a
 stream's requests in the order they were written, as Kafka does a
 connection's, and a stream message costs a fraction of a call.
+
+An idempotent producer first gets a producer id (InitProducerId, from any
+broker) and stamps it on every batch with the batch's sequence numbers. A
+batch refused as out of order while an earlier one of its partition is being
+retried is retried behind it; a batch that fails for good leaves a gap in its
+partition's numbering, so the producer takes a new id and numbers from 0
+again (the records before the failure stay written, once each).
 """
 
 from __future__ import annotations
@@ -18,16 +25,20 @@ import logging
 import random
 import time
 
+import grpc
+
 from replog.api.broker.v1 import broker_pb2
+from replog.api.coordinator.v1 import coordinator_pb2
 from replog.client.accumulator import ProducerBatch, RecordAccumulator
+from replog.client.broker_requests import partition_results, produce_request
 from replog.client.cluster import ClusterMetadata
 from replog.client.configs import ProducerConfig
-from replog.client.broker_requests import partition_results, produce_request
 from replog.client.errors import ClientError, ProduceError, ProducerClosedError
 from replog.client.io import Channels
 from replog.client.metadata import MetadataManager
 from replog.client.retry import Action, backoff_ms, error_code_for_status, produce_action
 from replog.core.errors import ErrorCode
+from replog.core.producer_state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE
 from replog.rpc.request_stream import StreamError
 
 log = logging.getLogger("replog.client")
@@ -51,6 +62,9 @@ class Sender:
         self._requests: set[asyncio.Task[None]] = set()
         self._wake: asyncio.Event | None = None
         self._rng = random.Random()
+        self._producer_id = NO_PRODUCER_ID
+        self._producer_epoch = NO_PRODUCER_EPOCH
+        self._id_attempts = 0
         metadata.on_update(lambda _metadata: self.wakeup())
 
     def wakeup(self) -> None:
@@ -77,6 +91,12 @@ class Sender:
             self._wake.clear()
             now_ms = time.monotonic() * 1000
             metadata = self._metadata.current
+            needs_id = config.enable_idempotence and self._producer_id == NO_PRODUCER_ID
+            if needs_id and not self._accumulator.closing_done():
+                if not await self._init_producer_id(metadata):
+                    self._expire(now_ms)
+                    await self._pause(backoff_ms(self._id_attempts, config.retry_backoff_ms, jitter=self._rng.random()))
+                    continue
             busy = [leader for leader, count in self._in_flight.items()
                     if count >= config.max_in_flight_requests_per_connection]
             check = self._accumulator.ready(metadata, now_ms, busy)
@@ -87,20 +107,59 @@ class Sender:
                 drained = self._accumulator.drain(metadata, check.leaders, config.max_request_size, now_ms)
                 for leader, batches in drained.items():
                     self._send(leader, metadata, batches, now_ms)
-            for batch in self._accumulator.expire(now_ms, config.delivery_timeout_ms):
-                batch.result.set_exception(ProduceError(
-                    batch.tp.topic, batch.tp.partition, ErrorCode.REQUEST_TIMED_OUT,
-                    f"{len(batch.rows)} records expired: delivery_timeout_ms ({config.delivery_timeout_ms}) "
-                    "passed before they could be sent",
-                ))
+            self._expire(now_ms)
             if self._accumulator.closing_done():
                 return
-            wait_ms = min(check.next_ready_ms, SENDER_IDLE_WAIT_MS)
-            if wait_ms > 0:
-                try:
-                    await asyncio.wait_for(self._wake.wait(), wait_ms / 1000)
-                except TimeoutError:
-                    pass
+            await self._pause(min(check.next_ready_ms, SENDER_IDLE_WAIT_MS))
+
+    async def _pause(self, wait_ms: float) -> None:
+        """Until woken, or wait_ms."""
+        if wait_ms > 0:
+            try:
+                await asyncio.wait_for(self._wake.wait(), wait_ms / 1000)
+            except TimeoutError:
+                pass
+
+    def _expire(self, now_ms: float) -> None:
+        config = self._config
+        for batch in self._accumulator.expire(now_ms, config.delivery_timeout_ms):
+            self._lost_sequences(batch)
+            batch.result.set_exception(ProduceError(
+                batch.tp.topic, batch.tp.partition, ErrorCode.REQUEST_TIMED_OUT,
+                f"{len(batch.rows)} records expired: delivery_timeout_ms ({config.delivery_timeout_ms}) "
+                "passed before they could be sent",
+            ))
+
+    async def _init_producer_id(self, metadata: ClusterMetadata) -> bool:
+        """Ask a broker for a producer id; False (after logging why) if none was given."""
+        self._id_attempts += 1
+        if not metadata.brokers:
+            self._metadata.request_update()
+            return False
+        broker_id, address = self._rng.choice(sorted(metadata.brokers.items()))
+        try:
+            answer = await self._channels.coordinator(address).InitProducerId(
+                coordinator_pb2.InitProducerIdRequest(producer_id=-1, producer_epoch=-1),
+                timeout=self._config.request_timeout_ms / 1000)
+        except grpc.aio.AioRpcError as error:
+            log.info("no producer id from broker %d at %s: %s", broker_id, address, error.code().name)
+            return False
+        if answer.error_code != ErrorCode.NONE:
+            log.info("no producer id from broker %d: %s %s", broker_id, ErrorCode.of(answer.error_code).name,
+                     answer.error_message)
+            return False
+        self._producer_id, self._producer_epoch, self._id_attempts = answer.producer_id, answer.producer_epoch, 0
+        log.info("idempotent producer: producer id %d, epoch %d", self._producer_id, self._producer_epoch)
+        return True
+
+    def _lost_sequences(self, batch: ProducerBatch) -> None:
+        """A numbered batch failed for good: its partition's numbering has a gap the leader would refuse
+        every later batch for, so take a new producer id and number from 0 again."""
+        if (self._config.enable_idempotence and batch.base_sequence != NO_SEQUENCE
+                and batch.generation == self._accumulator.generation):
+            log.warning("records for %s failed for good: a new producer id numbers what follows", batch.tp)
+            self._producer_id, self._producer_epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+            self._accumulator.reset_sequences()
 
     async def abort(self) -> None:
         """close() ran out of time: fail what is queued, give up on what is in flight."""
@@ -123,7 +182,8 @@ class Sender:
         sendable, encoded = [], []
         for batch in batches:
             try:
-                records = batch.encode(config.compression, int(wall_ms - (now_ms - batch.created_ms)))
+                records = batch.encode(config.compression, int(wall_ms - (now_ms - batch.created_ms)),
+                                       self._producer_id, self._producer_epoch)
             except (TypeError, ValueError) as error:
                 # send() checks types, so this is a bug; fail the batch rather than the sender.
                 self._accumulator.complete(batch)
@@ -193,7 +253,11 @@ class Sender:
         now_ms = time.monotonic() * 1000
         action = produce_action(code, attempts=batch.attempts, retries=config.retries,
                                 age_ms=now_ms - batch.created_ms, delivery_timeout_ms=config.delivery_timeout_ms)
+        if (code is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and self._accumulator.has_earlier(batch)
+                and now_ms - batch.created_ms < config.delivery_timeout_ms):
+            action = Action.RETRY  # an earlier batch of the partition is coming again: this one follows it
         if action is Action.FAIL:
+            self._lost_sequences(batch)
             self._accumulator.complete(batch)
             batch.result.set_exception(ProduceError(batch.tp.topic, batch.tp.partition, code, detail))
             return

@@ -13,11 +13,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from replog.core.invariant import require
+from replog.dev import prometheus
 from replog.dev.cluster_file import CLUSTER_FILE, DEFAULT_DATA_DIR, Cluster, Member, find_data_dir
 from replog.dev.ports import HOST, choose_ports
-from replog.dev.processes import DevError, is_stopped, scrape_metric, send_signal, stop_processes, wait_until
+from replog.dev.processes import (
+    DevError,
+    free_port,
+    is_stopped,
+    scrape_metric,
+    send_signal,
+    stop_processes,
+    wait_until,
+)
 from replog.dev.properties import DEV_DEFAULTS, check_config_keys
-from replog.dev.supervise import start_member, start_zookeeper, wait_member
+from replog.dev.supervise import start_member, start_prometheus, start_zookeeper, wait_member
 
 __all__ = ["DEFAULT_DATA_DIR", "SIGNALS", "Cluster", "Member", "down", "find_data_dir", "kill", "start", "status",
            "up"]
@@ -36,12 +45,25 @@ def up(
     zookeeper_address: str | None,
     base_port: int,
     config: Mapping[str, str],
+    monitoring: bool = False,
+    log_format: str = "text",
 ) -> Cluster:
+    """Start the cluster (created if new); with `monitoring`, a Prometheus that scrapes it too.
+    A cluster that had a Prometheus keeps it when started again."""
     data_dir = os.path.abspath(data_dir)
     check_config_keys(config)
     if brokers < 1 or controllers < 1:
         raise DevError("a cluster needs at least one broker and one controller.")
+    if monitoring:
+        prometheus.check_installed()
     cluster = _existing_or_new(data_dir, brokers, controllers, zookeeper_address, base_port, config)
+    cluster.state["log_format"] = log_format
+    if monitoring and cluster.prometheus is None:
+        taken = {int(address.rsplit(":", 1)[1]) for member in cluster.members()
+                 for address in (member.address, member.metrics_address)}
+        taken.add(int(cluster.zookeeper_address.rsplit(":", 1)[1]))
+        cluster.state["prometheus"] = {"address": f"{HOST}:{free_port(HOST, taken)}", "pid": None}
+    cluster.save()
     try:
         start_zookeeper(cluster)
         for member in cluster.members():
@@ -49,6 +71,7 @@ def up(
                 start_member(cluster, member)
         for member in cluster.members():
             wait_member(cluster, member)
+        start_prometheus(cluster)
     except BaseException:
         down(cluster)
         raise
@@ -117,6 +140,12 @@ def down(cluster: Cluster) -> list[str]:
     names = [m.name for m in members if m.pid in killed]
     for member in members:
         cluster.record_pid(member, None)
+    recorded = cluster.prometheus
+    if recorded is not None and recorded["pid"]:
+        if stop_processes([(recorded["pid"], cluster.prometheus_marker)], grace_s=10.0):
+            names.append("prometheus")
+        recorded["pid"] = None
+        cluster.save()
     zk = cluster.state["zookeeper"]
     if not zk["external"] and zk["pid"]:
         if stop_processes([(zk["pid"], cluster.zookeeper_marker)], grace_s=10.0):
@@ -152,7 +181,7 @@ def start(cluster: Cluster, kind: str, member_id: int) -> Member:
 
 
 def status(cluster: Cluster) -> dict[str, Any]:
-    """The documented `dev status --json` shape (DESIGN §9), and nothing more."""
+    """The documented `dev status --json` shape (DESIGN §9, and `prometheus` with --monitoring)."""
     zk = cluster.state["zookeeper"]
     report: dict[str, Any] = {
         "zookeeper": {"address": zk["address"], "pid": zk["pid"], "alive": cluster.zookeeper_alive},
@@ -172,6 +201,10 @@ def status(cluster: Cluster) -> dict[str, Any]:
         })
     for member in cluster.members("metadata"):
         report["metadata"].append({"pid": member.pid, "address": member.address, "alive": member.alive})
+    recorded = cluster.prometheus
+    if recorded is not None:
+        report["prometheus"] = {"address": recorded["address"], "pid": recorded["pid"],
+                                "alive": cluster.prometheus_alive}
     return report
 
 

@@ -131,6 +131,25 @@ class Cluster:
         """ZooKeeper's config file, on its command line and no other's."""
         return os.path.join(self.data_dir, "zookeeper", "zoo.cfg")
 
+    @property
+    def log_format(self) -> str:
+        """How the members log: text, or json (one object a line)."""
+        return str(self.state.get("log_format", "text"))
+
+    @property
+    def prometheus(self) -> dict[str, Any] | None:
+        """{"address", "pid"} of the cluster's Prometheus (`dev up --monitoring`), or None."""
+        return self.state.get("prometheus")
+
+    @property
+    def prometheus_marker(self) -> str:
+        """Prometheus's config file, on its command line and no other's."""
+        return os.path.join(self.data_dir, "prometheus", "prometheus.yml")
+
+    @property
+    def prometheus_alive(self) -> bool:
+        return self.prometheus is not None and is_alive(self.prometheus["pid"], self.prometheus_marker)
+
     # -- the files of each member ------------------------------------------------------------
 
     def member_dir(self, member: Member) -> str:

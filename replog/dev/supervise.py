@@ -10,9 +10,9 @@ import os
 import sys
 
 from replog.core.invariant import require
-from replog.dev import zookeeper
+from replog.dev import prometheus, zookeeper
 from replog.dev.cluster_file import Cluster, Member
-from replog.dev.processes import DevError, is_alive, port_in_use, spawn, wait_serving, wait_until
+from replog.dev.processes import DevError, is_alive, port_in_use, spawn, tail, wait_serving, wait_until
 from replog.dev.properties import write_properties
 
 PORT_FREE_WAIT_S_MAX = 5.0
@@ -33,7 +33,7 @@ def start_member(cluster: Cluster, member: Member) -> None:
             )
     properties = write_properties(cluster, member)
     os.makedirs(os.path.join(cluster.data_dir, "logs"), exist_ok=True)
-    argv = [sys.executable, "-m", f"replog.{member.kind}", properties]
+    argv = [sys.executable, "-m", f"replog.{member.kind}", properties, "--log-format", cluster.log_format]
     pid = spawn(argv, log_path=cluster.log_path(member), cwd=cluster.member_dir(member))
     cluster.record_pid(member, pid)
 
@@ -42,6 +42,24 @@ def wait_member(cluster: Cluster, member: Member) -> None:
     """Wait until the started member answers SERVING on its health service."""
     require(member.pid is not None, "%s is waited for, but no process of it was started", member.name)
     wait_serving(member.name, member.address, member.pid, member.marker, cluster.log_path(member))
+
+
+def start_prometheus(cluster: Cluster) -> None:
+    """Start the cluster's Prometheus, if it has one and it is not running, and wait until it is ready."""
+    recorded = cluster.prometheus
+    if recorded is None or cluster.prometheus_alive:
+        return
+    host, port = recorded["address"].rsplit(":", 1)
+    if port_in_use(host, int(port)):
+        raise DevError(f"Prometheus cannot start: port {port} is in use by another program; stop that program, "
+                       "or create the cluster again in another --data-dir.")
+    os.makedirs(os.path.join(cluster.data_dir, "logs"), exist_ok=True)
+    log_path = os.path.join(cluster.data_dir, "logs", "prometheus.log")
+    recorded["pid"] = prometheus.start(cluster, recorded["address"], log_path)
+    cluster.save()
+    if not prometheus.wait_ready(recorded["address"]):
+        raise DevError(f"Prometheus did not become ready within {prometheus.READY_WAIT_S_MAX:g} s. "
+                       f"The end of {log_path}:\n{tail(log_path)}")
 
 
 def start_zookeeper(cluster: Cluster) -> None:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from replog import config as configuration
-from replog.rpc import server
+from replog.rpc import logs, server
 from replog.zk.store import StoreError
 
 
@@ -30,6 +30,9 @@ def main(
                         help="set one setting (repeatable)")
     parser.add_argument("--list-settings", action="store_true",
                         help="print every setting with its default and meaning, then exit")
+    parser.add_argument("--log-format", choices=logs.FORMATS, default=None,
+                        help=f"text (the default) or json: one JSON object a line with stable fields "
+                        f"(docs/OPERATIONS.md); default ${logs.FORMAT_ENV}, else text")
     args = parser.parse_args(argv)
     if args.list_settings:
         for setting in settings:
@@ -47,7 +50,11 @@ def main(
     except configuration.ConfigError as error:
         print(f"replog {name}: {error}", file=sys.stderr)
         return 2
-    server.configure_logging(name)
+    log_format = args.log_format or logs.default_format()
+    if log_format not in logs.FORMATS:
+        print(f"replog {name}: {logs.FORMAT_ENV}={log_format} is not a log format; use text or json", file=sys.stderr)
+        return 2
+    logs.configure(name, log_format, {f"{name}_id": config[f"{name}.id"]} if f"{name}.id" in config else {})
     try:
         asyncio.run(server.serve(name, service, config[listener_setting], config))
     except (StoreError, configuration.ConfigError) as error:

@@ -1,12 +1,11 @@
 """What every replog process does the same way: gRPC server, health, reflection,
-Prometheus /metrics, logging, and a graceful stop on SIGTERM."""
+Prometheus /metrics, and a graceful stop on SIGTERM (logging: `replog.rpc.logs`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import signal
-import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
@@ -77,15 +76,6 @@ class _MetricsInterceptor(grpc.aio.ServerInterceptor):
 
 def _status_name(code: Any) -> str:
     return code.name if isinstance(code, grpc.StatusCode) else str(code)
-
-
-def configure_logging(name: str) -> None:
-    logging.basicConfig(
-        level=logging.INFO,
-        stream=sys.stderr,
-        format=f"%(asctime)s %(levelname)s {name} %(name)s: %(message)s",
-    )
-    logging.getLogger("kazoo.client").setLevel(logging.WARNING)
 
 
 def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:

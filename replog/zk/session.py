@@ -17,7 +17,7 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
 
 from replog.core.invariant import InvariantViolation
-from replog.zk import paths
+from replog.zk import metrics, paths
 from replog.zk.errors import StoreError
 
 
@@ -56,12 +56,14 @@ class ZkSession:
                 "is it running? (`replog dev up` starts one)"
             ) from None
         self.client.add_listener(self._on_state)
+        metrics.session_state(metrics.CONNECTED)
         for path in paths.PERSISTENT_ROOTS:
             await self.call(self.client.ensure_path_async, path)
 
     async def stop(self) -> None:
         self._session_lost_handlers.clear()
         self._session_restored_handlers.clear()
+        self.client.remove_listener(self._on_state)  # closing is no expiry
         await asyncio.to_thread(self.client.stop)
         await asyncio.to_thread(self.client.close)
 
@@ -101,6 +103,8 @@ class ZkSession:
 
     def _on_state(self, state: str) -> None:
         # kazoo's thread: never block here, hand over to the loop.
+        metrics.session_state({KazooState.LOST: metrics.EXPIRED, KazooState.SUSPENDED: metrics.SUSPENDED}.get(
+            state, metrics.CONNECTED))
         if state == KazooState.LOST:
             self._lost = True
             self._dispatch_all(self._session_lost_handlers)

@@ -6,6 +6,7 @@ Each concern lives in a module of its own, and this class only puts them togethe
     watches.py         data watches (read again, re-armed on a new session) and children watches
     fencing.py         the controller lease and the fenced multi every controller write is
     cluster_id.py      /cluster/id
+    producer_ids.py    reserving blocks of producer ids
     brokers.py         broker registration and the live brokers
     controller.py      the controller election: elect, read the epoch, watch, resign
     topic_reads.py     topics, configs and partition states, read once or watched
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from replog.core.producer_ids import ProducerIdBlock
 from replog.zk.brokers import BrokerRegistration, BrokerRegistry
 from replog.zk.cluster_id import cluster_id
 from replog.zk.controller import ControllerElection, ControllerInfo
@@ -34,6 +36,7 @@ from replog.zk.errors import (
     WriteOutcomeUnknown,
 )
 from replog.zk.fencing import MULTI_OPS_MAX, ControllerLease
+from replog.zk.producer_ids import reserve_producer_id_block
 from replog.zk.records import LeaderAndIsr, StateChanges, TopicAssignment, TopicPartition
 from replog.zk.session import ZkSession
 from replog.zk.topic_deletion import TopicDeletion
@@ -94,6 +97,9 @@ class MetadataStore:
 
     async def exists(self, path: str) -> bool:
         return await self._session.version_of(path) is not None
+
+    async def reserve_producer_id_block(self, broker_id: int) -> ProducerIdBlock:
+        return await reserve_producer_id_block(self._session, broker_id)
 
     async def cluster_id(self) -> str:
         return await cluster_id(self._session)

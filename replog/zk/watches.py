@@ -37,6 +37,8 @@ class Watched(Generic[T]):
     value: T
     created_zxid: int
     modified_zxid: int
+    # ZooKeeper's wall-clock time of the last change, in ms since the epoch (0: unknown).
+    modified_ms: int = 0
 
 
 class Watch:
@@ -97,7 +99,7 @@ class ZnodeWatches:
             except RecordError as error:
                 log.error("ignoring %s: %s", path, error)
                 return
-            self._session.dispatch(handler, Watched(value, stat.czxid, stat.mzxid))
+            self._session.dispatch(handler, Watched(value, stat.czxid, stat.mzxid, stat.mtime))
 
         def on_exists(result: Any) -> None:
             try:

@@ -5,8 +5,10 @@ the first one asked creates `__consumer_offsets` through the active controller
 (offsets.topic.num.partitions partitions, offsets.topic.replication.factor
 replicas capped by the live brokers, compacted). Every other group RPC runs on
 the shard of the `__consumer_offsets` partition the group hashes to, here or
-nowhere (NOT_COORDINATOR). Transactions are not served yet: their RPCs answer
-UNIMPLEMENTED.
+nowhere (NOT_COORDINATOR). InitProducerId without a transactional id is
+answered by any broker, from the producer id blocks it reserves in ZooKeeper.
+Transactions are not served yet: InitProducerId with a transactional id, and
+their other RPCs, answer UNIMPLEMENTED.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from replog.broker import metrics
 from replog.broker.controller_channel import ControllerChannel
 from replog.broker.group_coordinator import CoordinatorError, GroupCoordinators
 from replog.broker.metadata_cache import MetadataCache
-from replog.broker.replicas import wall_ms
 from replog.broker.partitions import now_ms
+from replog.broker.producer_ids import ProducerIdManager
+from replog.broker.replicas import wall_ms
 from replog.core.errors import ErrorCode
 from replog.core.group.placement import OFFSETS_TOPIC, partition_for
 from replog.core.group.requests import PartitionError
@@ -45,8 +48,9 @@ class OffsetsTopicSettings:
 
 class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
     def __init__(self, coordinators: GroupCoordinators, metadata: MetadataCache, controller: ControllerChannel,
-                 offsets_topic: OffsetsTopicSettings) -> None:
+                 offsets_topic: OffsetsTopicSettings, producer_ids: ProducerIdManager) -> None:
         self._coordinators = coordinators
+        self._producer_ids = producer_ids
         self._metadata = metadata
         self._controller = controller
         self._offsets_topic = offsets_topic
@@ -146,6 +150,22 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
         return convert.offset_delete_response(whole, outcomes)
 
     # -- groups -----------------------------------------------------------------------------------
+
+    async def InitProducerId(self, request: coordinator_pb2.InitProducerIdRequest,
+                             context: grpc.aio.ServicerContext) -> coordinator_pb2.InitProducerIdResponse:
+        if request.HasField("transactional_id"):
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                                "transactional producers are not served yet: leave transactional_id unset")
+        try:
+            producer_id = await self._producer_ids.next_id()
+        except Exception as error:  # ZooKeeper unreachable or the ids used up: the client retries elsewhere
+            log.warning("no producer id to hand out: %s", error)
+            return coordinator_pb2.InitProducerIdResponse(
+                error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), error_message=f"no producer id available: {error}",
+                producer_id=-1, producer_epoch=-1)
+        log.info("producer id %d handed out (epoch 0)", producer_id)
+        return coordinator_pb2.InitProducerIdResponse(error_code=int(ErrorCode.NONE), producer_id=producer_id,
+                                                      producer_epoch=0)
 
     async def ListGroups(self, request: coordinator_pb2.ListGroupsRequest,
                          context: grpc.aio.ServicerContext) -> coordinator_pb2.ListGroupsResponse:

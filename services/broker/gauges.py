@@ -15,7 +15,10 @@ def update_gauges(broker_id: int, drivers: Iterable[PartitionDriver]) -> None:
     metrics.UNDER_REPLICATED.set(sum(1 for d in drivers if d.replica.under_replicated))
     metrics.UNDER_MIN_ISR.set(sum(1 for d in drivers if d.replica.under_min_isr))
     for driver in drivers:
-        metrics.LOG_SIZE.labels(driver.topic, str(driver.partition)).set(driver.log.size_bytes)
+        labels = (driver.topic, str(driver.partition))
+        metrics.LOG_SIZE.labels(*labels).set(driver.log.size_bytes)
+        metrics.LOG_END_OFFSET.labels(*labels).set(driver.log.log_end_offset)
+        metrics.LOG_START_OFFSET.labels(*labels).set(driver.log.log_start_offset)
         leadership = driver.replica.leadership
         if leadership is None:
             continue

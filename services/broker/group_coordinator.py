@@ -41,6 +41,7 @@ from replog.core.messages import ACKS_ALL, ProduceRequest
 from replog.core.partition_driver import PartitionDriver
 from replog.core.topic_partition import TopicPartition
 from replog.protocol import encode_batch, iter_batches
+from replog.rpc import logs
 
 log = logging.getLogger("replog.broker")
 
@@ -254,14 +255,17 @@ class GroupCoordinators:
             if isinstance(event, AssignmentChanged):
                 log.info("group %s: member %s at epoch %d gets %s, revokes %s, releases %s", event.group_id,
                          event.member_id, event.member_epoch, _names(event.gained), _names(event.revoking),
-                         _names(event.released))
+                         _names(event.released), extra=logs.fields("assignment_changed", group=event.group_id))
             elif isinstance(event, MemberJoined):
                 log.info("group %s: member %s joined%s", event.group_id, event.member_id,
-                         f" (instance {event.instance_id})" if event.instance_id else "")
+                         f" (instance {event.instance_id})" if event.instance_id else "",
+                         extra=logs.fields("member_joined", group=event.group_id))
             elif isinstance(event, MemberRemoved):
-                log.info("group %s: member %s removed: %s", event.group_id, event.member_id, event.reason)
+                log.info("group %s: member %s removed: %s", event.group_id, event.member_id, event.reason,
+                         extra=logs.fields("member_removed", group=event.group_id))
             elif isinstance(event, GroupEpochBumped):
-                log.info("group %s: epoch %d (%s)", event.group_id, event.group_epoch, event.reason)
+                log.info("group %s: epoch %d (%s)", event.group_id, event.group_epoch, event.reason,
+                         extra=logs.fields("rebalance_started", group=event.group_id))
                 metrics.GROUP_REBALANCES.labels(event.group_id).inc()
                 self._epoch_bumped_at.setdefault(event.group_id, time.monotonic())
             elif isinstance(event, GroupStable):
@@ -269,7 +273,8 @@ class GroupCoordinators:
                 took = f" in {time.monotonic() - started:.3f} s" if started is not None else ""
                 if started is not None:
                     metrics.GROUP_REBALANCE_SECONDS.observe(time.monotonic() - started)
-                log.info("group %s: stable at epoch %d%s", event.group_id, event.group_epoch, took)
+                log.info("group %s: stable at epoch %d%s", event.group_id, event.group_epoch, took,
+                         extra=logs.fields("group_stable", group=event.group_id))
 
     def _update_gauges(self) -> None:
         members: dict[str, int] = {}

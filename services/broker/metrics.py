@@ -1,6 +1,11 @@
 """The broker's Prometheus metrics (names from DESIGN §10)."""
 
+import os
+from collections.abc import Iterator, Sequence
+
 import prometheus_client
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 PARTITION_COUNT = prometheus_client.Gauge("replog_partition_count", "Partition replicas hosted on this broker.")
 LEADER_COUNT = prometheus_client.Gauge("replog_leader_count", "Partitions this broker leads.")
@@ -21,6 +26,10 @@ FETCH_SESSIONS = prometheus_client.Gauge(
     "replog_fetch_sessions", "KIP-227 fetch sessions this broker keeps for its followers.")
 LOG_SIZE = prometheus_client.Gauge("replog_log_size_bytes", "Size of a partition's log on disk.",
                                    ["topic", "partition"])
+LOG_END_OFFSET = prometheus_client.Gauge(
+    "replog_log_end_offset", "The offset after a partition's last record here.", ["topic", "partition"])
+LOG_START_OFFSET = prometheus_client.Gauge(
+    "replog_log_start_offset", "The first offset of a partition still in its log here.", ["topic", "partition"])
 REPLICA_LAG = prometheus_client.Gauge(
     "replog_replica_lag_records", "How many records a follower is behind the leader's log end offset.",
     ["topic", "partition", "replica"])
@@ -43,6 +52,36 @@ GROUP_REBALANCE_SECONDS = prometheus_client.Histogram(
 GROUP_COMMIT_SECONDS = prometheus_client.Histogram(
     "replog_group_commit_seconds", "From an OffsetCommit's arrival until it is durable and answered.",
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1))
+PRODUCER_IDS_ISSUED = prometheus_client.Counter(
+    "replog_producer_ids_issued_total", "Producer ids this broker handed out (InitProducerId).")
+
+
+class LogDirCollector(Collector):
+    """The size and free space of each log dir's filesystem, read when scraped (KIP-827's
+    TotalBytes and UsableBytes)."""
+
+    def __init__(self, log_dirs: Sequence[str]) -> None:
+        self._log_dirs = tuple(log_dirs)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        total = GaugeMetricFamily("replog_log_dir_total_bytes", "Size of the filesystem a log dir is on.",
+                                  labels=["log_dir"])
+        usable = GaugeMetricFamily("replog_log_dir_usable_bytes",
+                                   "Bytes of a log dir's filesystem that the broker may still write.",
+                                   labels=["log_dir"])
+        for log_dir in self._log_dirs:
+            try:
+                stats = os.statvfs(log_dir)
+            except OSError:
+                continue  # an offline log dir has no figures
+            total.add_metric([log_dir], stats.f_blocks * stats.f_frsize)
+            usable.add_metric([log_dir], stats.f_bavail * stats.f_frsize)
+        yield total
+        yield usable
+
+
+def watch_log_dirs(log_dirs: Sequence[str]) -> None:
+    prometheus_client.REGISTRY.register(LogDirCollector(log_dirs))
 
 
 _groups_reported: set[str] = set()

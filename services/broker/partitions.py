@@ -28,6 +28,7 @@ from replog.core.messages import CompleteProduce, IsrChanged, LogOp, PartitionSt
 from replog.core.partition_driver import LogOpFailed, PartitionDriver
 from replog.core.replica import Role
 from replog.core.topic_partition import TopicPartition
+from replog.rpc import logs
 
 log = logging.getLogger("replog.broker")
 
@@ -157,19 +158,22 @@ class Partitions:
         if change.expanded:
             metrics.ISR_EXPANDS.inc()
         log.info("%s ISR %s -> %s (leader epoch %d, partition epoch %d)", driver.name, list(change.before),
-                 list(change.after), driver.replica.leader_epoch, driver.replica.partition_epoch)
+                 list(change.after), driver.replica.leader_epoch, driver.replica.partition_epoch,
+                 extra=logs.fields("isr_changed", topic=driver.topic, partition=driver.partition))
 
     def role_changed(self, driver: PartitionDriver, before: Role, state: PartitionState) -> None:
         log.info("%s: %s -> %s at leader epoch %d (leader %d, ISR %s)", driver.name, before.value,
-                 driver.replica.role.value, state.leader_epoch, state.leader, list(state.isr))
+                 driver.replica.role.value, state.leader_epoch, state.leader, list(state.isr),
+                 extra=logs.fields("role_changed", topic=driver.topic, partition=driver.partition))
 
     def truncated(self, driver: PartitionDriver, op: LogOp, log_end_offset_before: int) -> None:
         log.info("%s truncated (%s) from %d to %d, log start %d (leader epoch %d)", driver.name,
                  type(op).__name__, log_end_offset_before, driver.log.log_end_offset, driver.log.log_start_offset,
-                 driver.replica.leader_epoch)
+                 driver.replica.leader_epoch, extra=logs.fields("truncated", topic=driver.topic, partition=driver.partition))
 
     def storage_failed(self, driver: PartitionDriver, failure: LogOpFailed) -> None:
-        log.error("%s: %s; taking the replica offline", driver.name, failure)
+        log.error("%s: %s; taking the replica offline", driver.name, failure,
+                  extra=logs.fields("storage_failed", topic=driver.topic, partition=driver.partition))
 
     async def wait_for_data(self, watched: Iterable[PartitionDriver], timeout_s: float) -> None:
         """Wait until one of the `watched` partitions changes, or `timeout_s` passes."""

@@ -15,19 +15,21 @@ from replog.api.coordinator.v1 import coordinator_pb2, coordinator_pb2_grpc
 from replog.broker import metrics
 from replog.broker.controller_channel import ControllerChannel, ProposalKey
 from replog.broker.coordinator_servicer import CoordinatorServicer, OffsetsTopicSettings
+from replog.broker.fetcher import LeaderFetcher
 from replog.broker.group_coordinator import GroupCoordinators
 from replog.broker.group_lag import GroupLagReporter
 from replog.broker.group_settings import GROUP_SETTINGS, group_config
-from replog.broker.fetcher import LeaderFetcher
 from replog.broker.meta import check_log_dirs
 from replog.broker.partitions import Partitions, TopicSettings, now_ms
+from replog.broker.producer_ids import ProducerIdManager
 from replog.broker.servicer import BrokerServicer
 from replog.config import Setting
 from replog.core.config import ReplicaConfig
-from replog.core.messages import AlterPartitionResponse, ProposeIsr, SendFetch
 from replog.core.group.placement import OFFSETS_TOPIC
+from replog.core.messages import AlterPartitionResponse, ProposeIsr, SendFetch
 from replog.core.partition_driver import PartitionDriver
 from replog.core.topic_partition import TopicPartition
+from replog.rpc import logs
 from replog.storage import LogConfig, LogConfigError
 from replog.zk.store import BrokerRegistration, MetadataStore, Watched
 
@@ -129,7 +131,9 @@ class BrokerProcess:
         servicer = BrokerServicer(self._partitions, lambda: self.broker_epoch, self._learn_topics)
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(servicer, server)
         coordinator_pb2_grpc.add_CoordinatorServiceServicer_to_server(
-            CoordinatorServicer(self._groups, self._partitions.metadata, self._controller, self._offsets_topic), server)
+            CoordinatorServicer(self._groups, self._partitions.metadata, self._controller, self._offsets_topic,
+                                ProducerIdManager(lambda: self._store.reserve_producer_id_block(self.broker_id))),
+            server)
         return [broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name,
                 coordinator_pb2.DESCRIPTOR.services_by_name["CoordinatorService"].full_name]
 
@@ -137,6 +141,7 @@ class BrokerProcess:
         await self._store.start()
         cluster_id = await self._store.cluster_id()
         check_log_dirs(self._log_dirs, broker_id=self.broker_id, cluster_id=cluster_id)
+        metrics.watch_log_dirs(self._log_dirs)
         self._partitions.start()
         self._controller.start()
         self._groups.start()
@@ -237,7 +242,8 @@ class BrokerProcess:
 
     def _propose_isr(self, driver: PartitionDriver, message: ProposeIsr) -> None:
         log.info("%s proposes ISR %s (leader epoch %d, partition epoch %d)", driver.name,
-                 list(message.request.isr), message.request.leader_epoch, message.request.partition_epoch)
+                 list(message.request.isr), message.request.leader_epoch, message.request.partition_epoch,
+                 extra=logs.fields("isr_proposed", topic=driver.topic, partition=driver.partition))
         self._controller.propose(driver.topic, driver.partition, message.proposal_id, message.request)
 
     def _on_alter_partition_answer(self, key: ProposalKey, answer: AlterPartitionResponse) -> None:

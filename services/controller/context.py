@@ -107,6 +107,15 @@ class ControllerContext:
     def offline_count(self) -> int:
         return sum(1 for v in self.states.values() if not v.state.has_leader or v.state.leader not in self.brokers)
 
+    def offline_replicas(self) -> dict[int, int]:
+        """Per broker that is registered or holds replicas: the replicas it holds while not registered."""
+        offline = dict.fromkeys(self.brokers, 0)
+        for partition in self.partitions():
+            for broker_id in self.replicas(partition):
+                if broker_id not in self.brokers:
+                    offline[broker_id] = offline.get(broker_id, 0) + 1
+        return offline
+
     def stale_broker_epoch(self, broker_id: int, broker_epoch: int) -> Rejection | None:
         """STALE_BROKER_EPOCH when a broker's request names an epoch older than its registration,
         or the broker is not live: the request comes from an earlier incarnation."""

@@ -22,6 +22,7 @@ import asyncio
 import dataclasses
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -32,7 +33,7 @@ from replog.controller.context import ControllerContext
 from replog.controller.events import ControllerBusy, EventQueue, NotActive
 from replog.controller.isr_changes import IsrChanges
 from replog.controller.leadership import Leadership, RebalanceSettings
-from replog.controller.metrics import controller_metrics
+from replog.controller.metrics import controller_metrics, set_offline_replicas
 from replog.controller.persist import StateWriter
 from replog.controller.reassignment import Reassignments
 from replog.controller.topics import TopicAdmin
@@ -72,7 +73,7 @@ class Controller:
         self._events = EventQueue()
         self._lease: ControllerLease | None = None  # held, whether or not the view is loaded
         self._context: ControllerContext | None = None  # the view, once loaded under _lease
-        self.writer = StateWriter(store)
+        self.writer = StateWriter(store, self.event_started_s)
         self.requests = BrokerRequests(lambda: self._context, controller_id=settings.controller_id,
                                        timeout_s=settings.request_timeout_s,
                                        message_bytes_max=settings.message_bytes_max)
@@ -86,6 +87,11 @@ class Controller:
     @property
     def controller_id(self) -> int:
         return self.settings.controller_id
+
+    def event_started_s(self) -> float:
+        """time.monotonic() when the running controller event started (now, between events)."""
+        started_s = self._events.running_since_s
+        return time.monotonic() if started_s is None else started_s
 
     @property
     def lease(self) -> ControllerLease | None:
@@ -117,8 +123,11 @@ class Controller:
         self.leadership.stop()
         self.topics.forget_deletions()
         self.requests.close()
-        controller_metrics().offline_partitions.set(0)
-        controller_metrics().partition_count.set(0)
+        metrics = controller_metrics()
+        for gauge in (metrics.offline_partitions, metrics.global_partition_count, metrics.global_topic_count,
+                      metrics.active_broker_count):
+            gauge.set(0)
+        set_offline_replicas({})
 
     def holds(self, lease: ControllerLease) -> bool:
         return self._lease is lease
@@ -263,6 +272,10 @@ class Controller:
     def update_gauges(self, context: ControllerContext) -> None:
         if context is not self._context:
             return
-        controller_metrics().offline_partitions.set(context.offline_count())
-        controller_metrics().partition_count.set(len(context.states))
+        metrics = controller_metrics()
+        metrics.offline_partitions.set(context.offline_count())
+        metrics.global_partition_count.set(len(context.states))
+        metrics.global_topic_count.set(len(context.assignments))
+        metrics.active_broker_count.set(len(context.brokers))
+        set_offline_replicas(context.offline_replicas())
 

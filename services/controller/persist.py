@@ -11,6 +11,7 @@ with the first.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 
 from replog.controller.context import ControllerContext
@@ -29,8 +30,9 @@ Recompute = Callable[[TopicPartition], PartitionChange | None]
 
 
 class StateWriter:
-    def __init__(self, store: MetadataStore) -> None:
+    def __init__(self, store: MetadataStore, event_started_s: Callable[[], float] = time.monotonic) -> None:
         self._store = store
+        self._event_started_s = event_started_s
 
     async def write(
         self, context: ControllerContext, changes: list[PartitionChange], recompute: Recompute | None
@@ -66,7 +68,7 @@ class StateWriter:
     ) -> list[PartitionChange]:
         """Write leadership changes and count the elections among them."""
         applied = await self.write(context, changes, recompute)
-        count_elections(applied)
+        count_elections(applied, time.monotonic() - self._event_started_s())
         return applied
 
     async def _reread(

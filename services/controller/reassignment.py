@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -162,7 +163,7 @@ class Reassignments:
             log.info("%s: replicas %s (adding %s, removing %s); %s", change.partition,
                      list(after.replicas(change.partition.partition)), list(context.adding(change.partition)),
                      list(context.removing(change.partition)), change.describe())
-        count_elections(changes)
+        count_elections(changes, time.monotonic() - self._controller.event_started_s())
         self._controller.requests.send_changes(context, changes)
         for broker, partitions in sorted(dropped.items()):
             self._controller.requests.stop_replicas(context, broker, partitions, delete=True)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 
 import grpc
+import prometheus_client
 
 from replog import config as configuration
 from replog.api.metadata.v1 import metadata_pb2, metadata_pb2_grpc
@@ -30,6 +32,12 @@ SETTINGS: tuple[Setting, ...] = (
 # Each WatchMetadata stream holds one wake-up flag; this bounds how many may be open.
 WATCH_STREAMS_MAX = 1000
 
+PROPAGATION_SECONDS = prometheus_client.Histogram(
+    "replog_metadata_propagation_seconds",
+    "From a controller's write of partition states in ZooKeeper (the znode's modification time) until "
+    "this metadata service serves them.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+
 
 class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
     def __init__(self, config: configuration.Config) -> None:
@@ -43,6 +51,8 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
         self._topics = TopicFollower(self._store, self._on_topic_dirty)
         self._dirty_topics: set[str] = set()
         self._flush = CoalescingJob(self._flush_topics)
+        # ZooKeeper's time (ms) of the oldest controller write not yet served; 0 when none waits.
+        self._written_ms = 0
         self._brokers_to_confirm = False
         self._watchers: set[asyncio.Event] = set()
 
@@ -91,6 +101,7 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
         # published only with a live broker set at least as new, as Kafka's UpdateMetadata
         # carries both at once.
         self._brokers_to_confirm = True
+        self._written_ms = min(self._written_ms or changes.modified_ms, changes.modified_ms)
         self._topics.on_state_changes(changes)
 
     def _on_topic_dirty(self, name: str) -> None:
@@ -106,10 +117,13 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
                 await self._refresh_brokers()
         changed: dict[str, TopicImage | None] = {name: self._topics.image_of(name) for name in self._dirty_topics}
         self._dirty_topics.clear()
+        written_ms, self._written_ms = self._written_ms, 0
         changed = {name: topic for name, topic in changed.items() if self.image.topics.get(name) != topic}
         if not changed:
             return
         self._publish(self.image.with_topics(changed))
+        if written_ms:
+            PROPAGATION_SECONDS.observe(max(0.0, time.time() - written_ms / 1000))
         log.info("image version %d: topics changed: %s", self.image.version, ", ".join(sorted(changed)))
 
     async def Metadata(

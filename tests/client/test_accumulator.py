@@ -239,3 +239,68 @@ def test_flush_returns_the_results_of_every_batch_not_yet_done():
     pending = acc.begin_flush()
     assert set(pending) == {a.result, b.result}
     acc.end_flush()
+
+
+# -- idempotent producers: numbered batches, several in flight per partition ----------------------
+
+
+def idempotent(in_flight=5):
+    return RecordAccumulator(batch_size=BATCH_OVERHEAD_BYTES + 2 * record_size_bytes(None, b"v" * 50), linger_ms=5, buffer_memory=MiB, idempotent=True,
+                             in_flight_per_partition=in_flight)
+
+
+def fill(acc, tp, batches):
+    """`batches` full batches of two records for tp; returns them."""
+    opened = []
+    for _ in range(batches * 2):
+        batch, _, new = add(acc, tp)
+        if new:
+            opened.append(batch)
+    return opened
+
+
+def test_an_idempotent_partition_has_up_to_five_batches_in_flight_numbered_in_order():
+    acc = idempotent()
+    batches = fill(acc, T0, 7)
+    sent = [acc.drain(CLUSTER, {1}, MiB, 10.0).get(1, []) for _ in range(7)]
+    assert [s for s in sent if s] == [[b] for b in batches[:5]], "five leave, one per request, in order"
+    assert [b.base_sequence for b in batches[:5]] == [0, 2, 4, 6, 8]
+    assert batches[5].base_sequence == -1, "a batch is numbered when it first leaves"
+    acc.complete(batches[0])
+    assert acc.drain(CLUSTER, {1}, MiB, 10.0)[1] == [batches[5]]
+    assert batches[5].base_sequence == 10
+
+
+def test_a_batch_back_for_a_retry_holds_its_partition_until_the_others_in_flight_are_back():
+    acc = idempotent()
+    first, second, third = fill(acc, T0, 3)
+    for _ in range(2):
+        acc.drain(CLUSTER, {1}, MiB, 10.0)
+    acc.requeue(first, retry_at_ms=10.0)
+    assert acc.drain(CLUSTER, {1}, MiB, 20.0) == {}, "neither the retry nor the third leave while the second flies"
+    assert acc.has_earlier(second), "the second's refusal as out of order is a retry behind the first"
+    acc.requeue(second, retry_at_ms=10.0)
+    assert acc.drain(CLUSTER, {1}, MiB, 20.0)[1] == [first]
+    assert acc.drain(CLUSTER, {1}, MiB, 20.0)[1] == [second]
+    assert (first.base_sequence, second.base_sequence, third.base_sequence) == (0, 2, -1)
+    assert acc.drain(CLUSTER, {1}, MiB, 20.0)[1] == [third] and third.base_sequence == 4
+    assert not acc.has_earlier(first)
+
+
+def test_a_new_producer_id_numbers_every_partition_from_zero_again_and_renumbers_batches_sent_before():
+    acc = idempotent()
+    first, second = fill(acc, T0, 2)
+    acc.drain(CLUSTER, {1}, MiB, 10.0)
+    acc.drain(CLUSTER, {1}, MiB, 10.0)
+    acc.complete(first)
+    acc.reset_sequences()
+    acc.requeue(second, retry_at_ms=10.0)
+    assert acc.drain(CLUSTER, {1}, MiB, 20.0)[1] == [second]
+    assert second.base_sequence == 0 and second.generation == acc.generation
+
+
+def test_without_idempotence_a_partition_keeps_one_batch_in_flight_and_batches_are_not_numbered():
+    acc = accumulator(batch_size=BATCH_OVERHEAD_BYTES + 2 * record_size_bytes(None, b"v" * 50))
+    fill(acc, T0, 3)
+    [sent] = acc.drain(CLUSTER, {1}, MiB, 10.0)[1]
+    assert acc.drain(CLUSTER, {1}, MiB, 10.0) == {} and sent.base_sequence == -1

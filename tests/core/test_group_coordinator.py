@@ -7,7 +7,6 @@ from replog.core.group.group import GROUP_TRANSITIONS, GroupEvent, GroupState
 from replog.core.group.member import JOIN_EPOCH, MemberState
 from replog.core.group.requests import CommitRequest, HeartbeatRequest, OffsetCommit
 from replog.core.topic_partition import TopicPartition
-
 from tests.sim.groups import GROUP, Cluster, Consumer, as_mapping, assert_one_owner_each, owners, settle
 
 T = [TopicPartition("t", p) for p in range(6)]
@@ -47,6 +46,18 @@ def test_a_second_member_gets_its_share_only_after_the_first_gave_it_up():
     assert state(cluster) is GroupState.STABLE
 
 
+def test_a_member_waiting_for_partitions_others_still_hold_is_told_to_heartbeat_ten_times_as_often():
+    cluster = Cluster()
+    a, b = Consumer(cluster, "a"), Consumer(cluster, "b")
+    assert a.heartbeat().heartbeat_interval_ms == 500
+    waiting = b.heartbeat()
+    assert cluster.shard.groups[GROUP].members["b"].state is MemberState.UNRELEASED_PARTITIONS
+    assert waiting.heartbeat_interval_ms == 50
+    assert a.heartbeat().heartbeat_interval_ms == 500, "a member giving partitions up heartbeats once it has"
+    a.heartbeat()
+    assert b.heartbeat().heartbeat_interval_ms == 500 and len(b.owned) == 3, "b has its share: back to the interval"
+
+
 def test_a_member_that_leaves_hands_its_partitions_to_the_others_at_once():
     cluster = Cluster()
     a, b = Consumer(cluster, "a"), Consumer(cluster, "b")
@@ -83,7 +94,6 @@ def test_a_member_that_does_not_give_up_partitions_in_its_rebalance_timeout_is_r
 
 
 def _stubborn(consumer):
-    from replog.core.group.requests import HeartbeatRequest
 
     return HeartbeatRequest(GROUP, consumer.member_id, consumer.epoch, owned=as_mapping(set(T)))
 
@@ -146,7 +156,6 @@ def test_an_old_epoch_is_fenced_but_the_previous_one_is_accepted_when_its_answer
 
 
 def _at_epoch(consumer, epoch):
-    from replog.core.group.requests import HeartbeatRequest
 
     return HeartbeatRequest(GROUP, consumer.member_id, epoch, owned=as_mapping(consumer.owned))
 

@@ -152,7 +152,7 @@ def test_a_new_controller_takes_over_the_state_and_handles_the_next_broker_death
     cluster("dev", "kill", "controller", str(old), "--signal", "KILL")
     (new,) = wait_for(cluster.active_controllers, FAILOVER_S_MAX, "another controller to become active")
     assert new != old
-    assert wait_for(lambda: controller_metric(cluster, "replog_partition_count") == total, 5,
+    assert wait_for(lambda: controller_metric(cluster, "replog_global_partition_count") == total, 5,
                     "the new controller to load every partition")
     assert {p: m.leader for p, m in partitions(cluster, "ledger").items()} == {p: m.leader for p, m in before.items()}
 

@@ -208,6 +208,6 @@ def test_the_controller_reports_partition_counts(cluster):
     (active,) = cluster.active_controllers()
     metrics = cluster.metrics_address("controller", active)
     total = sum(len(t.partitions) for t in metadata(cluster).topics)
-    assert wait_for(lambda: scrape_metric(metrics, "replog_partition_count") == total, 5,
-                    f"replog_partition_count to be {total}")
+    assert wait_for(lambda: scrape_metric(metrics, "replog_global_partition_count") == total, 5,
+                    f"replog_global_partition_count to be {total}")
     assert scrape_metric(metrics, "replog_offline_partitions") == 0.0

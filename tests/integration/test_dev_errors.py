@@ -35,6 +35,13 @@ def test_missing_java_says_what_to_install(tmp_path):
     assert_user_error(result, "Java is not installed", "apt-get install default-jre-headless")
 
 
+def test_monitoring_without_prometheus_says_what_to_install_and_starts_nothing(tmp_path):
+    env = {**os.environ, "PATH": str(tmp_path)}  # no prometheus on this PATH
+    result = replog("dev", "up", "--monitoring", "--data-dir", str(tmp_path / "c"), check=False, env=env)
+    assert_user_error(result, "Prometheus is not installed", "apt-get install prometheus")
+    assert not (tmp_path / "c").exists()
+
+
 def test_a_directory_that_is_not_a_cluster_is_refused(tmp_path):
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "precious.txt").write_text("not ours")

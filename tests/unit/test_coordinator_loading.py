@@ -30,7 +30,7 @@ def test_list_groups_while_a_coordinator_loads_answers_load_in_progress(tmp_path
                                 role_changed=role_changed)
         partitions.start()
         coordinators = GroupCoordinators(partitions, GroupConfig(), 600_000, 5_000)
-        servicer = CoordinatorServicer(coordinators, None, None, OffsetsTopicSettings())
+        servicer = CoordinatorServicer(coordinators, None, None, OffsetsTopicSettings(), None)
         # Leader of an offsets partition: its shard replays the partition before it serves (LOADING).
         partitions.leader_and_isr(OFFSETS_TOPIC, 0, PartitionState(leader=1, leader_epoch=1, isr=(1,),
                                                                     partition_epoch=0, replicas=(1,)))

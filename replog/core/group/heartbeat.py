@@ -134,10 +134,18 @@ class Membership:
         self._note_stable(group, state_before, batch)
         send_assignment = joining or request.owned is not None or reconciled.assigned != before.assigned
         response = HeartbeatResponse(
-            ErrorCode.NONE, "", reconciled.member_id, reconciled.member_epoch, self.config.heartbeat_interval_ms,
+            ErrorCode.NONE, "", reconciled.member_id, reconciled.member_epoch, self._interval_for(reconciled),
             reconciled.assigned if send_assignment else None,
         )
         return batch.result(response)
+
+    def _interval_for(self, member: Member) -> int:
+        """The heartbeat interval a member is told. One that waits for partitions other members are still
+        giving up asks again ten times as often, so that a rebalance is not drawn out by a whole interval
+        between their release and its next heartbeat."""
+        if member.state is MemberState.UNRELEASED_PARTITIONS:
+            return max(self.config.heartbeat_interval_ms // 10, 1)
+        return self.config.heartbeat_interval_ms
 
     def _check_request(self, request: HeartbeatRequest) -> Result[HeartbeatResponse] | None:
         if not request.group_id or len(request.group_id) > GROUP_ID_LENGTH_MAX:

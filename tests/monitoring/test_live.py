@@ -1,0 +1,156 @@
+"""The dashboards and alerts against a real Prometheus scraping a real cluster.
+
+Given a local cluster started with --monitoring and --log-format json, a producer writing and a
+consumer group reading, when a broker is SIGKILLed: every query of every dashboard panel returns
+at least one series through Prometheus's HTTP API, ReplogBrokerDown and
+ReplogUnderReplicatedPartitions fire, and both resolve once the broker is back. Every metric the
+dashboards and rules name is served by a member, and every log line is a JSON object with the
+stable fields.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from replog.client import Admin, ClientError, Consumer, NewTopic, Producer
+from replog.monitoring import preview
+from replog.monitoring.api import PrometheusApi, expand
+from tests.integration.cluster import LocalCluster, wait_for
+from tests.monitoring import queries
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+TOPIC = "orders"
+GROUP = "billing"
+# Grafana's $__rate_interval for a 1 s scrape interval would be seconds; a minute keeps the
+# scenario's few events (one election, one rebalance) in every window the test looks at.
+RATE_INTERVAL = "1m"
+ALERT_WAIT_S = 60
+LOG_FIELDS = {"time", "level", "service", "logger", "event", "message"}
+
+
+@pytest.fixture(scope="module")
+def monitored(tmp_path_factory):
+    cluster = LocalCluster(str(tmp_path_factory.mktemp("monitored") / "data"))
+    cluster.up("--brokers", "3", "--controllers", "2", "--monitoring", "--log-format", "json")
+    yield cluster
+    cluster.down()
+
+
+@pytest.fixture(scope="module")
+def api(monitored):
+    return PrometheusApi(monitored.status()["prometheus"]["address"])
+
+
+@pytest.fixture(scope="module")
+def traffic(monitored):
+    """A producer writing about 200 records a second and a consumer group reading them, on threads."""
+    bootstrap = monitored.status()["metadata"][0]["address"]
+    with Admin(bootstrap) as admin:
+        admin.create_topics([NewTopic(TOPIC, 3, 3, configs={"min.insync.replicas": "2"})])
+    stop = threading.Event()
+
+    def produce():
+        with Producer(bootstrap, linger_ms=20) as producer:
+            while not stop.wait(0.005):
+                producer.send(TOPIC, b"an order")
+
+    def consume():
+        with Consumer(bootstrap, group_id=GROUP, auto_offset_reset="earliest") as consumer:
+            consumer.subscribe([TOPIC])
+            while not stop.is_set():
+                try:
+                    consumer.poll(200)
+                except ClientError:
+                    pass  # a coordinator or leader moving: the next poll goes on
+
+    threads = [threading.Thread(target=work, daemon=True) for work in (produce, consume)]
+    for thread in threads:
+        thread.start()
+    yield
+    stop.set()
+    for thread in threads:
+        thread.join(30)
+
+
+def firing(api, name):
+    return [a for a in api.alerts() if a["labels"]["alertname"] == name and a["state"] == "firing"]
+
+
+def active(api, name):
+    return [a for a in api.alerts() if a["labels"]["alertname"] == name]
+
+
+def served_metric_names(cluster):
+    """Every sample name each member's /metrics declares (a labelled metric with no series yet counts)."""
+    suffixes = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_count", "_sum", "_created"),
+                "gauge": ("",), "summary": ("_count", "_sum", "_created"), "unknown": ("",)}
+    served = set()
+    for kind in ("brokers", "controllers", "metadata"):
+        for member in cluster.state()[kind]:
+            with urllib.request.urlopen(f"http://{member['metrics_address']}/metrics", timeout=5) as response:
+                text = response.read().decode()
+            for family in text_string_to_metric_families(text):
+                served |= {family.name + suffix for suffix in suffixes.get(family.type, ("",))}
+                served |= {sample.name for sample in family.samples}
+    return served
+
+
+def test_dashboards_and_alerts_follow_a_broker_failure(monitored, api, traffic, tmp_path):
+    # Given traffic that every dashboard sees: a group with lag figures, records flowing.
+    wait_for(lambda: api.query(f'sum(replog_consumergroup_members{{group="{GROUP}"}}) > 0')
+             and api.query(f'sum(rate(replog_messages_in_total{{topic="{TOPIC}"}}[{RATE_INTERVAL}])) > 0')
+             and api.query(f'replog_consumergroup_lag{{group="{GROUP}"}}'), 60,
+             "Prometheus to see the producer and the consumer group")
+
+    missing = queries.every_metric_name() - served_metric_names(monitored)
+    assert not missing, f"named by a dashboard or rule but served by no member: {sorted(missing)}"
+
+    # When a broker that does not coordinate the group is SIGKILLed.
+    coordinator = api.query(f'replog_consumergroup_members{{group="{GROUP}"}}')[0]["metric"]["member"]
+    victim = next(b["id"] for b in monitored.status()["brokers"] if f"broker-{b['id']}" != coordinator)
+    monitored("dev", "kill", "broker", str(victim), "--signal", "KILL")
+
+    # Then the broker-down and under-replicated alerts fire.
+    down = wait_for(lambda: firing(api, "ReplogBrokerDown"), ALERT_WAIT_S, "ReplogBrokerDown to fire")
+    assert [a["labels"]["broker"] for a in down] == [str(victim)]
+    wait_for(lambda: firing(api, "ReplogUnderReplicatedPartitions"), ALERT_WAIT_S,
+             "ReplogUnderReplicatedPartitions to fire")
+
+    # And every panel's query returns series; the overview shows the failure.
+    empty = [(name, title, expr) for name, title, expr in queries.panel_queries()
+             if not api.query(expand(expr, RATE_INTERVAL))]
+    assert not empty, "panels without data:\n" + "\n".join(f"{n} / {t}: {e}" for n, t, e in empty)
+    for name, variable, selector in queries.variable_selectors():
+        if variable != "namespace":  # the local cluster's targets have no namespace label
+            assert api.query(expand(selector, RATE_INTERVAL)), f"{name}: variable {variable} has no values"
+    assert value(api, "sum(replog_active_broker_count)") == 2
+    assert value(api, "sum(replog_under_replicated_partitions)") > 0
+    assert value(api, "sum(replog_offline_replica_count)") > 0
+
+    dashboard = queries.dashboards()["replog-cluster.json"]
+    picture = tmp_path / "cluster.png"
+    preview.render(dashboard, api, picture, minutes=3)
+    assert picture.stat().st_size > 50_000
+
+    # When the broker is back, both alerts resolve.
+    monitored("dev", "start", "broker", str(victim))
+    wait_for(lambda: not active(api, "ReplogBrokerDown") and not active(api, "ReplogUnderReplicatedPartitions"),
+             ALERT_WAIT_S, "ReplogBrokerDown and ReplogUnderReplicatedPartitions to resolve")
+
+    # Every member logged JSON lines with the stable fields, some about partitions and groups.
+    lines = [json.loads(line) for kind, count in (("broker", 3), ("controller", 2), ("metadata", 1))
+             for member_id in range(1, count + 1) for line in monitored.log_text(kind, member_id).splitlines()]
+    assert lines and all(LOG_FIELDS <= line.keys() for line in lines)
+    assert any(line["event"] == "isr_changed" and {"topic", "partition", "broker_id"} <= line.keys() for line in lines)
+    assert any(line["event"] == "member_joined" and line["group"] == GROUP for line in lines)
+
+
+def value(api, expr):
+    (sample,) = api.query(expr)
+    return float(sample["value"][1])
