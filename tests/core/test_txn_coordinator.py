@@ -8,6 +8,7 @@ import pytest
 
 from replog.core.errors import ErrorCode
 from replog.core.key_placement import partition_for
+from replog.core.producer_ids import ProducerIds, next_block
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.coordinator import TransactionCoordinator
 from replog.core.txn.metadata import PRODUCER_EPOCH_MAX
@@ -314,3 +315,15 @@ def test_every_record_the_coordinator_writes_decodes_to_what_it_holds():
     for key, value in c.log:
         record = decode(key, value)
         assert record.encode() == (key, value)
+
+
+def test_the_brokers_producer_id_blocks_serve_the_coordinator():
+    ids = ProducerIds()
+    core = TransactionCoordinator(TxnConfig(), ids, 1)
+    core.loaded(0)
+    request = InitProducerIdRequest("tx", TIMEOUT_MS)
+    assert core.init_producer_id(request, 0).response.error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    block = next_block(None, broker_id=1)
+    ids.refill(block)
+    answer = core.init_producer_id(request, 0).response
+    assert (answer.error, answer.producer_id, answer.producer_epoch) == (ErrorCode.NONE, block.first, 0)

@@ -24,7 +24,7 @@ class Counter:
         self.next = start
         self.exhausted = False
 
-    def next_producer_id(self) -> int | None:
+    def take(self) -> int | None:
         if self.exhausted:
             return None
         self.next += 1

@@ -69,9 +69,10 @@ _MARKER_DONE = frozenset({ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH})
 
 
 class ProducerIdSource(Protocol):
-    def next_producer_id(self) -> int | None:
+    def take(self) -> int | None:
         """A producer id never handed out before; None while none is at hand (the driver is reserving a
-        new block), which the coordinator answers with COORDINATOR_LOAD_IN_PROGRESS (retriable)."""
+        new block), which the coordinator answers with COORDINATOR_LOAD_IN_PROGRESS (retriable).
+        replog.core.producer_ids.ProducerIds is one."""
 
 
 @dataclass(slots=True)
@@ -223,7 +224,7 @@ class TransactionCoordinator:
 
     def _new_transactional_id(self, request: InitProducerIdRequest, batch: _Batch,
                               now_ms: int) -> ProducerIdAndEpoch:
-        producer_id = self._producer_ids.next_producer_id()
+        producer_id = self._producer_ids.take()
         if producer_id is None:
             return _refuse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "no producer id is at hand yet; retry")
         metadata = TransactionMetadata(request.transactional_id, producer_id, 0, request.transaction_timeout_ms,
@@ -245,7 +246,7 @@ class TransactionCoordinator:
         changes: dict = {"timeout_ms": request.transaction_timeout_ms, "start_timestamp_ms": -1,
                          "last_producer_epoch": last_epoch}
         if metadata.epoch_exhausted:
-            producer_id = self._producer_ids.next_producer_id()
+            producer_id = self._producer_ids.take()
             if producer_id is None:
                 return _refuse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "no producer id is at hand yet; retry")
             changes |= {"producer_id": producer_id, "producer_epoch": 0,
@@ -343,7 +344,7 @@ class TransactionCoordinator:
                      now_ms: int) -> ProducerIdAndEpoch:
         next_producer_id = NO_PRODUCER_ID
         if metadata.epoch_exhausted:
-            allocated = self._producer_ids.next_producer_id()
+            allocated = self._producer_ids.take()
             if allocated is None:
                 return _refuse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "no producer id is at hand yet; retry")
             next_producer_id = allocated
