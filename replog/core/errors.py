@@ -91,6 +91,9 @@ class ErrorCode(enum.IntEnum):
     UNSUPPORTED_ASSIGNOR = 78
     INVALID_SUBSCRIPTION_REGEX = 79
     GROUP_SUBSCRIBED_TO_TOPIC = 80
+    OPERATION_NOT_ATTEMPTED = 81
+    TRANSACTIONAL_ID_NOT_FOUND = 82
+    TRANSACTION_ABORTABLE = 83
 
     @property
     def retriable(self) -> bool:

@@ -1,4 +1,5 @@
-"""Idempotent producers on a partition: who wrote what, so that a retried batch is never appended twice.
+"""Producers on a partition: who wrote what, so that a retried batch is never appended twice, and which
+transactions are open, so that read_committed consumers stop below them.
 
 For each producer id a partition keeps its epoch and the sequence numbers and
 offsets of its last five batches (Kafka's ProducerStateManager). A batch from
@@ -17,19 +18,49 @@ Followers apply the same updates from the batches they fetch (without the
 checks: the leader made them), so a new leader deduplicates a retry of a batch
 its predecessor appended. Truncation drops the cached batches past the new log
 end: a retry of a batch the log lost is appended again. A producer silent for
-producer.id.expiration.ms is forgotten.
+producer.id.expiration.ms is forgotten, unless it has a transaction open here.
 
 Sequences are 32-bit and wrap from 2^31-1 back to 0, as Kafka's do.
+
+Transactions. A producer's first transactional batch on the partition opens its
+transaction here, at that batch's offset; a COMMIT or ABORT marker (a control
+batch, `TxnMarker`) closes it. The last stable offset (LSO) is the lowest first
+offset of the transactions still open, or of those completed by a marker the
+high watermark has not passed yet, and never above the high watermark. An
+aborted transaction yields an `AbortedTxn` for the segment's `.txnindex`.
+
+The leader's checks for transactions (KIP-890):
+
+    the write                                        answer
+    -----------------------------------------------  -------------------------------------------------
+    a marker whose epoch is not above the producer's INVALID_PRODUCER_EPOCH (a marker of an ended
+                                                     transaction, or a retry of one already written)
+    a marker from an older coordinator epoch         TRANSACTION_COORDINATOR_FENCED
+    a non-transactional batch, transaction open      INVALID_TXN_STATE
+    a transactional batch opening a transaction      INVALID_TXN_STATE unless the coordinator verified
+                                                     the partition is in the producer's transaction
+    a transactional batch, an older epoch's          INVALID_TXN_STATE (its marker is still on the way)
+    transaction still open
+
+Verification is the driver's input: `needs_verification` says when to ask the
+coordinator (AddPartitionsToTxn, verify-only), `verified` records its yes for
+the producer's epoch until the batch is appended, a marker arrives or the
+entry expires. Every marker bumps the producer's epoch here, since the
+coordinator bumps it at every end: a delayed write of an ended transaction
+carries an older epoch and is refused.
 """
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from .errors import ErrorCode
+from .txn.aborted import AbortedTxn
+from .txn.markers import TxnMarker
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
+NO_OFFSET = -1
 SEQUENCE_MODULUS = 2**31
 CACHED_BATCHES_MAX = 5
 
@@ -50,6 +81,7 @@ class ProducerAppend:
     producer_epoch: int
     first_sequence: int
     last_sequence: int
+    transactional: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +98,16 @@ class ProducerEntry:
     epoch: int
     batches: tuple[CachedBatch, ...]  # the last five, oldest first
     last_timestamp_ms: int  # of its latest batch (the log's clock)
+    coordinator_epoch: int = -1  # of the latest marker: an older coordinator's markers are refused
+    current_txn_first_offset: int = NO_OFFSET  # where its open transaction here began
 
     @property
     def last_sequence(self) -> int:
         return self.batches[-1].last_sequence if self.batches else NO_SEQUENCE
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.current_txn_first_offset != NO_OFFSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +122,44 @@ class Check:
 APPEND = Check()
 
 
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a marker ended here."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+    aborted: bool
+    last_stable_offset: int  # the partition's LSO right after it, as far as open transactions go
+
+    def aborted_txn(self) -> AbortedTxn | None:
+        """What the `.txnindex` records of it: aborted transactions only."""
+        if not self.aborted:
+            return None
+        return AbortedTxn(self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset)
+
+
+@dataclass(frozen=True, slots=True)
+class _AppliedMarker:
+    """A marker the high watermark has not passed yet: a truncation may still take it back."""
+
+    offset: int
+    producer_id: int
+    before: ProducerEntry | None  # the producer's entry before the marker
+    completed: CompletedTxn | None
+
+
+# Transactional batches and markers, with their first and last offsets: what `replay` applies.
+LogItem = tuple[ProducerAppend | TxnMarker, int, int]
+
+
 class ProducerStates:
-    def __init__(self, entries: Iterable[ProducerEntry] = ()) -> None:
+    def __init__(self, entries: Iterable[ProducerEntry] = (), *, verify_transactions: bool = True) -> None:
+        """`verify_transactions` is transaction.partition.verification.enable (KIP-890)."""
         self._entries: dict[int, ProducerEntry] = {entry.producer_id: entry for entry in entries}
+        self._verify_transactions = verify_transactions
+        self._verified: dict[int, tuple[int, int]] = {}  # producer id -> (epoch, when verified)
+        self._unstable_markers: list[_AppliedMarker] = []  # in offset order
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -97,8 +170,10 @@ class ProducerStates:
     def get(self, producer_id: int) -> ProducerEntry | None:
         return self._entries.get(producer_id)
 
+    # -- the leader's checks ---------------------------------------------------------------------------
+
     def check(self, append: ProducerAppend) -> Check:
-        """The leader's check of a batch before it is appended (the table above)."""
+        """The leader's check of a batch before it is appended (the tables above)."""
         if append.producer_epoch < 0 or append.first_sequence < 0:
             return Check(ErrorCode.INVALID_RECORD,
                          f"producer {append.producer_id} sent epoch {append.producer_epoch} and sequence "
@@ -108,6 +183,9 @@ class ProducerStates:
             return Check(ErrorCode.INVALID_PRODUCER_EPOCH,
                          f"producer {append.producer_id} wrote with epoch {append.producer_epoch}, older than "
                          f"its epoch {entry.epoch} here")
+        refusal = self._check_transaction(append, entry)
+        if refusal is not None:
+            return refusal
         if entry is None or append.producer_epoch > entry.epoch or not entry.batches:
             if append.first_sequence != 0:
                 return Check(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
@@ -124,40 +202,161 @@ class ProducerStates:
                          f"the next one here is {expected}")
         return APPEND
 
+    def _check_transaction(self, append: ProducerAppend, entry: ProducerEntry | None) -> Check | None:
+        in_transaction = entry is not None and entry.in_transaction
+        if not append.transactional:
+            if in_transaction:
+                return Check(ErrorCode.INVALID_TXN_STATE,
+                             f"producer {append.producer_id} wrote outside a transaction while one is open here")
+            return None
+        if in_transaction and entry.epoch != append.producer_epoch:
+            return Check(ErrorCode.INVALID_TXN_STATE,
+                         f"producer {append.producer_id}'s transaction at epoch {entry.epoch} has no marker here "
+                         f"yet; epoch {append.producer_epoch} must wait for it")
+        if self.needs_verification(append):
+            return Check(ErrorCode.INVALID_TXN_STATE,
+                         f"the transaction coordinator has not verified that producer {append.producer_id} epoch "
+                         f"{append.producer_epoch} added this partition to its transaction")
+        return None
+
+    def needs_verification(self, append: ProducerAppend) -> bool:
+        """Whether the driver must ask the coordinator (AddPartitionsToTxn, verify-only) before this batch:
+        a transactional batch that would open the producer's transaction here, not yet verified."""
+        if not (append.transactional and self._verify_transactions):
+            return False
+        entry = self._entries.get(append.producer_id)
+        if entry is not None and entry.in_transaction and entry.epoch == append.producer_epoch:
+            return False
+        verified = self._verified.get(append.producer_id)
+        return verified is None or verified[0] != append.producer_epoch
+
+    def verified(self, producer_id: int, producer_epoch: int, now_ms: int) -> None:
+        """The coordinator said the partition is in the producer's ongoing transaction at this epoch."""
+        self._verified[producer_id] = (producer_epoch, now_ms)
+
+    def check_marker(self, marker: TxnMarker) -> Check:
+        """The leader's check of a marker before it is appended (the second table above)."""
+        entry = self._entries.get(marker.producer_id)
+        if entry is None:
+            return APPEND
+        if marker.producer_epoch <= entry.epoch:
+            return Check(ErrorCode.INVALID_PRODUCER_EPOCH,
+                         f"a marker for producer {marker.producer_id} carries epoch {marker.producer_epoch}, not "
+                         f"above its epoch {entry.epoch} here: its transaction has ended already")
+        if marker.coordinator_epoch < entry.coordinator_epoch:
+            return Check(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                         f"a marker for producer {marker.producer_id} comes from coordinator epoch "
+                         f"{marker.coordinator_epoch}; epoch {entry.coordinator_epoch} wrote here already")
+        return APPEND
+
+    # -- what the log holds ----------------------------------------------------------------------------
+
     def update(self, append: ProducerAppend, first_offset: int, last_offset: int, timestamp_ms: int) -> None:
         """A batch of the producer's was appended (by the leader, or fetched by a follower)."""
         entry = self._entries.get(append.producer_id)
         cached = CachedBatch(append.first_sequence, append.last_sequence, first_offset, last_offset)
-        if entry is None or append.producer_epoch > entry.epoch:
+        if entry is None:
+            entry = ProducerEntry(append.producer_id, append.producer_epoch, (), timestamp_ms)
+        if append.producer_epoch > entry.epoch:
             batches: tuple[CachedBatch, ...] = (cached,)
         else:
             batches = (entry.batches + (cached,))[-CACHED_BATCHES_MAX:]
-        epoch = append.producer_epoch if entry is None else max(entry.epoch, append.producer_epoch)
-        self._entries[append.producer_id] = ProducerEntry(append.producer_id, epoch, batches, timestamp_ms)
+        txn_first_offset = entry.current_txn_first_offset
+        if append.transactional and not entry.in_transaction:
+            txn_first_offset = first_offset
+            self._verified.pop(append.producer_id, None)
+        self._entries[append.producer_id] = replace(entry, epoch=max(entry.epoch, append.producer_epoch),
+                                                    batches=batches, last_timestamp_ms=timestamp_ms,
+                                                    current_txn_first_offset=txn_first_offset)
+
+    def complete(self, marker: TxnMarker, offset: int, timestamp_ms: int) -> CompletedTxn | None:
+        """A marker was appended at `offset`: the producer's transaction here ends; the completed transaction
+        (None when the producer had none open here, which leaves nothing to index)."""
+        before = self._entries.get(marker.producer_id)
+        completed = None
+        if before is not None and before.in_transaction:
+            completed = CompletedTxn(marker.producer_id, before.current_txn_first_offset, offset, not marker.commit,
+                                     self._stable_offset_without(marker.producer_id, offset + 1))
+        epoch = marker.producer_epoch if before is None else max(before.epoch, marker.producer_epoch)
+        batches = before.batches if before is not None and before.epoch == epoch else ()
+        self._entries[marker.producer_id] = ProducerEntry(marker.producer_id, epoch, batches, timestamp_ms,
+                                                          marker.coordinator_epoch, NO_OFFSET)
+        self._verified.pop(marker.producer_id, None)
+        self._unstable_markers.append(_AppliedMarker(offset, marker.producer_id, before, completed))
+        return completed
+
+    def replay(self, items: Iterable[LogItem], timestamp_ms: int) -> list[CompletedTxn]:
+        """Apply the producers' batches and markers of a stretch of log, as a follower or a restart does
+        (no checks: the leader made them); the transactions the markers completed."""
+        completed = []
+        for item, first_offset, last_offset in items:
+            if isinstance(item, TxnMarker):
+                done = self.complete(item, first_offset, timestamp_ms)
+                if done is not None:
+                    completed.append(done)
+            else:
+                self.update(item, first_offset, last_offset, timestamp_ms)
+        return completed
+
+    def _stable_offset_without(self, producer_id: int, otherwise: int) -> int:
+        return min((e.current_txn_first_offset for e in self._entries.values()
+                    if e.in_transaction and e.producer_id != producer_id), default=otherwise)
+
+    # -- the last stable offset ------------------------------------------------------------------------
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """Below it every transaction has completed, and its marker is below the high watermark."""
+        first_offsets = [e.current_txn_first_offset for e in self._entries.values() if e.in_transaction]
+        first_offsets += [m.completed.first_offset for m in self._unstable_markers
+                          if m.completed is not None and m.offset >= high_watermark]
+        return min([high_watermark, *first_offsets])
+
+    def forget_stable(self, high_watermark: int) -> None:
+        """The high watermark moved: markers below it are final and no truncation takes them back."""
+        self._unstable_markers = [m for m in self._unstable_markers if m.offset >= high_watermark]
+
+    def open_transactions(self) -> tuple[tuple[int, int], ...]:
+        """(producer id, first offset) of each transaction open here, oldest first."""
+        return tuple(sorted(((e.producer_id, e.current_txn_first_offset) for e in self._entries.values()
+                             if e.in_transaction), key=lambda t: (t[1], t[0])))
+
+    # -- truncation and expiry -------------------------------------------------------------------------
 
     def truncate(self, offset: int) -> None:
-        """The log ends at `offset` now: batches from there on are no longer in it."""
+        """The log ends at `offset` now: batches and markers from there on are no longer in it. Markers not
+        yet below the high watermark are taken back exactly (their transactions are open again); a
+        truncation below the high watermark (an unclean election) is exact only through `rebuild`."""
+        while self._unstable_markers and self._unstable_markers[-1].offset >= offset:
+            undone = self._unstable_markers.pop()
+            if undone.before is None:
+                self._entries.pop(undone.producer_id, None)
+            else:
+                self._entries[undone.producer_id] = undone.before
         for producer_id, entry in list(self._entries.items()):
             kept = tuple(b for b in entry.batches if b.last_offset < offset)
-            if kept != entry.batches:
-                self._entries[producer_id] = replace(entry, batches=kept)
+            txn_first_offset = entry.current_txn_first_offset if entry.current_txn_first_offset < offset else NO_OFFSET
+            if (kept, txn_first_offset) != (entry.batches, entry.current_txn_first_offset):
+                self._entries[producer_id] = replace(entry, batches=kept, current_txn_first_offset=txn_first_offset)
 
     def clear(self) -> None:
         self._entries.clear()
+        self._verified.clear()
+        self._unstable_markers.clear()
 
     def expire(self, now_ms: int, expiration_ms: int) -> list[int]:
-        """Forget producers whose last batch is older than the expiration; their ids."""
-        expired = [pid for pid, entry in self._entries.items() if now_ms - entry.last_timestamp_ms > expiration_ms]
+        """Forget producers whose last batch is older than the expiration and that have no transaction open
+        here (their open transaction holds the LSO until its marker comes); their ids."""
+        expired = [pid for pid, entry in self._entries.items()
+                   if now_ms - entry.last_timestamp_ms > expiration_ms and not entry.in_transaction]
         for producer_id in expired:
             del self._entries[producer_id]
+        self._verified = {pid: v for pid, v in self._verified.items() if now_ms - v[1] <= expiration_ms}
         return expired
 
 
-def rebuild(snapshot: Iterable[ProducerEntry], appends: Iterable[tuple[ProducerAppend, int, int]],
-            now_ms: int) -> tuple[ProducerEntry, ...]:
-    """The producers a log holds, from a snapshot and the idempotent batches after it. Every one of
-    them counts as seen `now_ms` (its expiration runs from the restart)."""
+def rebuild(snapshot: Iterable[ProducerEntry], appends: Iterable[LogItem], now_ms: int) -> tuple[ProducerEntry, ...]:
+    """The producers a log holds, from a snapshot and the idempotent batches and markers after it. Every one
+    of them counts as seen `now_ms` (its expiration runs from the restart)."""
     states = ProducerStates(replace(entry, last_timestamp_ms=now_ms) for entry in snapshot)
-    for append, first_offset, last_offset in appends:
-        states.update(append, first_offset, last_offset, now_ms)
+    states.replay(appends, now_ms)
     return states.entries()

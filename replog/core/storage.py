@@ -5,12 +5,12 @@ in memory (the reference, in the manner of etcd's MemoryStorage), so that the
 broker and the simulator run one driver over either.
 """
 
-from dataclasses import dataclass
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .errors import ErrorCode
-from .producer_state import ProducerAppend, ProducerEntry
+from .producer_state import LogItem, ProducerEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +92,9 @@ class LogStorage(Protocol):
         """The newest snapshot of the idempotent producers at or below the log end: (offset, entries)."""
         ...
 
-    def producer_appends(self, from_offset: int) -> Iterator[tuple[ProducerAppend, int, int]]:
-        """The idempotent batches from `from_offset` to the log end: (producer's part, first, last offset)."""
+    def producer_appends(self, from_offset: int) -> Iterator[LogItem]:
+        """The producers' batches and transaction markers from `from_offset` to the log end: (the producer's
+        part or the marker, first offset, last offset)."""
         ...
 
     def write_producer_snapshot(self, offset: int, entries: Sequence[ProducerEntry]) -> None: ...

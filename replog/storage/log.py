@@ -27,16 +27,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from replog.core.errors import ErrorCode
-from replog.core.producer_state import ProducerAppend, ProducerEntry
+from replog.core.producer_state import LogItem, ProducerEntry
 from replog.core.storage import AppendInfo, ReadResult
 from replog.protocol import BatchHeader, read_header, stamp_batches
 from replog.storage import appended_batches, cleaner, log_reads, retention
 from replog.storage.batches import check_batches
 from replog.storage.checkpoint import LeaderEpochCheckpointFile
-from replog.storage.producer_snapshots import ProducerSnapshots, producer_appends
 from replog.storage.config import LogConfig
 from replog.storage.files import CLEAN_SHUTDOWN, LEADER_EPOCH_CHECKPOINT, fsync_directory
 from replog.storage.log_loading import load_segments
+from replog.storage.producer_snapshots import ProducerSnapshots, producer_appends
 from replog.storage.roll import batches_fitting, should_roll
 from replog.storage.segment import LogSegment, SegmentInfo
 
@@ -148,7 +148,7 @@ class PartitionLog:
             return self._log_start_offset, ()
         return found
 
-    def producer_appends(self, from_offset: int) -> Iterator[tuple[ProducerAppend, int, int]]:
+    def producer_appends(self, from_offset: int) -> Iterator[LogItem]:
         return producer_appends(self.read, from_offset, self.log_end_offset)
 
     def write_producer_snapshot(self, offset: int, entries: Sequence[ProducerEntry]) -> None:

@@ -1,8 +1,11 @@
-"""Idempotent producers' state on disk: `<offset>.snapshot` files beside a partition's segments.
+"""Producers' state on disk: `<offset>.snapshot` files beside a partition's segments.
 
-A snapshot holds every producer the partition knew, with its epoch and its last
-five batches, as of the log end `offset` it is named after (Kafka names its
-producer snapshots the same way). A restarted broker loads the latest snapshot
+A snapshot holds every producer the partition knew, with its epoch, its last
+five batches, the coordinator epoch of its latest marker and the first offset
+of its open transaction, as of the log end `offset` it is named after (Kafka
+names its producer snapshots the same way, and keeps the same fields). Version
+2 added the last two; a version 1 snapshot reads as producers with no
+transaction open. A restarted broker loads the latest snapshot
 at or below the log end and reads only the batches after it, instead of the
 whole log. Snapshots are written when a segment rolls and when the log closes;
 a truncation deletes those past the new log end; the two newest are kept.
@@ -15,12 +18,23 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from replog.core.producer_state import NO_PRODUCER_ID, CachedBatch, ProducerAppend, ProducerEntry, last_sequence
-from replog.protocol import iter_headers
+from replog.core.producer_state import (
+    NO_OFFSET,
+    NO_PRODUCER_ID,
+    CachedBatch,
+    LogItem,
+    ProducerAppend,
+    ProducerEntry,
+    last_sequence,
+)
+from replog.core.txn.markers import TxnMarker
+from replog.protocol import decode_batch, iter_headers
+from replog.protocol.control import decode_marker
 from replog.storage.files import TEMP_SUFFIX, fsync_directory
 
 SNAPSHOT_SUFFIX = ".snapshot"
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 SNAPSHOTS_KEPT = 2
 READ_BYTES = 1 << 20
 
@@ -44,7 +58,8 @@ class ProducerSnapshots:
     def write(self, offset: int, entries: Sequence[ProducerEntry]) -> None:
         document = {"version": SNAPSHOT_VERSION, "offset": offset, "producers": [
             {"producer_id": e.producer_id, "epoch": e.epoch,
-             "batches": [[b.first_sequence, b.last_sequence, b.first_offset, b.last_offset] for b in e.batches]}
+             "batches": [[b.first_sequence, b.last_sequence, b.first_offset, b.last_offset] for b in e.batches],
+             "coordinator_epoch": e.coordinator_epoch, "current_txn_first_offset": e.current_txn_first_offset}
             for e in entries]}
         path = self._path(offset)
         temporary = path.with_name(path.name + TEMP_SUFFIX)
@@ -70,11 +85,12 @@ class ProducerSnapshots:
     def _read(self, offset: int) -> tuple[ProducerEntry, ...] | None:
         try:
             document = json.loads(self._path(offset).read_text(encoding="utf-8"))
-            if document["version"] != SNAPSHOT_VERSION or document["offset"] != offset:
+            if document["version"] not in READABLE_VERSIONS or document["offset"] != offset:
                 return None
             return tuple(
                 ProducerEntry(int(p["producer_id"]), int(p["epoch"]),
-                              tuple(CachedBatch(*(int(v) for v in batch)) for batch in p["batches"]), 0)
+                              tuple(CachedBatch(*(int(v) for v in batch)) for batch in p["batches"]), 0,
+                              int(p.get("coordinator_epoch", -1)), int(p.get("current_txn_first_offset", NO_OFFSET)))
                 for p in document["producers"])
         except (OSError, ValueError, KeyError, TypeError):
             return None  # torn or foreign: an older snapshot (or the log itself) serves
@@ -86,8 +102,9 @@ class ProducerSnapshots:
                 self._path(old).unlink(missing_ok=True)
 
 
-def producer_appends(read, from_offset: int, end_offset: int) -> Iterator[tuple[ProducerAppend, int, int]]:
-    """The idempotent batches in [from_offset, end_offset) of a log, from their headers only.
+def producer_appends(read, from_offset: int, end_offset: int) -> Iterator[LogItem]:
+    """The producers' batches and transaction markers in [from_offset, end_offset) of a log, from their
+    headers (and a marker's one record).
 
     `read` is the log's read(offset, max_bytes, max_offset=...)."""
     offset = from_offset
@@ -97,7 +114,14 @@ def producer_appends(read, from_offset: int, end_offset: int) -> Iterator[tuple[
             return
         for header in iter_headers(result.records):
             if header.producer_id != NO_PRODUCER_ID:
-                yield (ProducerAppend(header.producer_id, header.producer_epoch, header.base_sequence,
-                                      last_sequence(header.base_sequence, header.last_offset_delta + 1)),
-                       header.base_offset, header.last_offset)
+                item = _producer_item(result.records, header)
+                if item is not None:
+                    yield item, header.base_offset, header.last_offset
             offset = header.last_offset + 1
+
+
+def _producer_item(records, header) -> ProducerAppend | TxnMarker | None:
+    if header.is_control:
+        return decode_marker(decode_batch(records, header.position))
+    return ProducerAppend(header.producer_id, header.producer_epoch, header.base_sequence,
+                          last_sequence(header.base_sequence, header.last_offset_delta + 1), header.is_transactional)

@@ -287,9 +287,10 @@ def wait_until_spread(members: Members, names: list[str], what: str) -> dict[str
     return wait_for(spread, 60, what, interval_s=0.2)
 
 
-def moves_after(journal: Journal, moment: float) -> list[str]:
-    """What happened to the member's partitions after `moment`."""
-    return [e["event"] for e in journal.events if e["t"] > moment and e["event"] in ("assigned", "revoked", "lost")]
+def moves_between(journal: Journal, since: float, until: float) -> list[tuple[str, list[int]]]:
+    """What happened to the member's partitions between those moments."""
+    return [(e["event"], e["partitions"]) for e in journal.events
+            if since < e["t"] < until and e["event"] in ("assigned", "revoked", "lost")]
 
 
 def bounce(cluster, broker: int, how: str) -> None:
@@ -318,25 +319,29 @@ def begin(cluster, directory: Path, topic: str, group: str, names: list[str], st
     return members, holding, time.monotonic()
 
 
-def finish(members: Members, traffic: Traffic, group: str, holding: dict[str, set[int]]) -> dict[int, int]:
+def finish(members: Members, traffic: Traffic, group: str,
+           holding: dict[str, set[int]]) -> tuple[dict[int, int], float]:
     """Once every record is sent, committed by the group and the members hold what they held
-    before: stop them cleanly; returns the partitions' end offsets."""
+    before: stop them cleanly; returns the partitions' end offsets and when the stopping began
+    (each member closing hands its partitions to those still running)."""
     traffic.wait()
     ends = end_offsets(members.bootstrap, members.topic)
     wait_until_committed(members.bootstrap, group, ends, members)
     assert members.holdings() == holding
+    stopping = time.monotonic()
     members.stop_all()
-    return ends
+    return ends, stopping
 
 
-def assert_read_once_without_moves(members: Members, ends: dict[int, int], names: list[str], settled: float) -> None:
-    """Every record read exactly once, and the named members gave nothing up after `settled` but on
-    their clean close."""
+def assert_read_once_without_moves(members: Members, ends: dict[int, int], names: list[str],
+                                   between: tuple[float, float]) -> None:
+    """Every record read exactly once, and the named members' partitions did not move `between`
+    those moments."""
     journals = members.journals()
     assert duplicates(assert_every_record_read(journals, ends)) == {}
     assert double_owners(journals) == []
     for name in names:
-        assert moves_after(journals[name], settled) == ["revoked"], f"{name} saw its partitions move"
+        assert moves_between(journals[name], *between) == [], f"{name} saw its partitions move"
 
 
 # -- scenarios ---------------------------------------------------------------------------------------
@@ -389,10 +394,10 @@ def test_a_rolling_bounce_of_every_broker_moves_no_partition_and_duplicates_noth
         for broker in (1, 2, 3):
             bounce(group_cluster, broker, "TERM")
             wait_until_full_isr(bootstrap, topic)
-        ends = finish(members, traffic, group, before)
+        ends, stopping = finish(members, traffic, group, before)
     finally:
         members.terminate()
-    assert_read_once_without_moves(members, ends, ["a", "b"], settled)
+    assert_read_once_without_moves(members, ends, ["a", "b"], (settled, stopping))
 
 
 def test_the_coordinators_broker_killed_during_commits_loses_no_commit_moves_no_partition_and_skips_nothing(
@@ -414,11 +419,11 @@ def test_the_coordinators_broker_killed_during_commits_loses_no_commit_moves_no_
             after = admin.list_group_offsets(group)  # from the new coordinator, once it has loaded the group
         lost = {p: o for p, o in committed.items() if after[TopicPartition(topic, p)].offset < o}
         assert lost == {}, f"commits acknowledged before the coordinator died and gone after: {lost}"
-        ends = finish(members, traffic, group, before)
+        ends, stopping = finish(members, traffic, group, before)
         group_cluster("dev", "start", "broker", str(coordinator))
     finally:
         members.terminate()
-    assert_read_once_without_moves(members, ends, ["a", "b"], settled)
+    assert_read_once_without_moves(members, ends, ["a", "b"], (settled, stopping))
 
 
 def test_a_static_member_bounced_five_times_gets_its_partitions_back_and_the_others_never_give_any_up(
@@ -433,9 +438,9 @@ def test_a_static_member_bounced_five_times_gets_its_partitions_back_and_the_oth
             members.start("c", instance_id="instance-c")
             wait_for(lambda: members.holdings().get("c") == before["c"], SESSION_TIMEOUT_S * 2,
                      "c to hold its partitions again", interval_s=0.1)
-        ends = finish(members, traffic, group, before)
+        ends, stopping = finish(members, traffic, group, before)
     finally:
         members.terminate()
-    assert_read_once_without_moves(members, ends, ["a", "b"], settled)
-    assigned_to_c = [set(e["partitions"]) for e in members.journal("c").of("assigned") if e["t"] > settled]
+    assert_read_once_without_moves(members, ends, ["a", "b"], (settled, stopping))
+    assigned_to_c = [set(e["partitions"]) for e in members.journal("c").of("assigned") if settled < e["t"] < stopping]
     assert assigned_to_c == [before["c"]] * 5

@@ -93,3 +93,38 @@ def test_a_torn_snapshot_is_passed_over_for_an_older_one(tmp_path):
     (tmp_path / f"{20:020d}.snapshot").write_text('{"version": 1, "offs')
     assert snapshots.latest(100) == (10, (ProducerEntry(7, 2, (), 0),))
     assert snapshots.latest(5) is None
+
+
+def test_a_snapshot_keeps_each_producers_open_transaction_and_coordinator_epoch(tmp_path):
+    snapshots = ProducerSnapshots(tmp_path)
+    entry = ProducerEntry(7, 2, (), 0, coordinator_epoch=4, current_txn_first_offset=33)
+    snapshots.write(40, [entry])
+    assert snapshots.latest(40) == (40, (entry,))
+
+
+def test_a_version_1_snapshot_reads_as_producers_without_transactions(tmp_path):
+    (tmp_path / f"{10:020d}.snapshot").write_text(
+        '{"version": 1, "offset": 10, "producers": [{"producer_id": 7, "epoch": 2, "batches": [[0, 3, 5, 8]]}]}')
+    (entry,) = ProducerSnapshots(tmp_path).latest(10)[1]
+    assert (entry.epoch, entry.batches[0].last_offset, entry.in_transaction, entry.coordinator_epoch) == (2, 8, False,
+                                                                                                       -1)
+
+
+def test_the_log_gives_back_transactional_batches_and_markers_for_a_rebuild(open_log):
+    from replog.core.producer_state import ProducerStates
+    from replog.core.txn.aborted import AbortedTxn
+    from replog.core.txn.markers import TxnMarker
+    from replog.protocol.control import marker_batch
+
+    log = open_log()
+    log.append_as_leader(encode_batch([(b"k", b"v")] * 3, producer_id=PID, producer_epoch=0, base_sequence=0,
+                                      transactional=True, base_timestamp_ms=START_MS), 0, START_MS)
+    log.append_as_leader(marker_batch(TxnMarker(PID, 1, 6, commit=False), timestamp_ms=START_MS), 0, START_MS)
+    log.append_as_leader(encode_batch([(b"k", b"v")], producer_id=PID, producer_epoch=1, base_sequence=0,
+                                      transactional=True, base_timestamp_ms=START_MS), 0, START_MS)
+    items = list(log.producer_appends(0))
+    assert [type(item).__name__ for item, _, _ in items] == ["ProducerAppend", "TxnMarker", "ProducerAppend"]
+    assert items[0][0].transactional and items[1] == (TxnMarker(PID, 1, 6, commit=False), 3, 3)
+    states = ProducerStates()
+    assert [c.aborted_txn() for c in states.replay(items, 0)] == [AbortedTxn(PID, 0, 3, 4)]
+    assert states.open_transactions() == ((PID, 4),)

@@ -1,26 +1,8 @@
-"""Which partition of `__consumer_offsets` a group's coordinator leads: where Kafka would put it.
+"""Which partition of `__consumer_offsets` a group's coordinator leads: where Kafka would put it
+(offsets.topic.num.partitions, by the group id's Java hash; see key_placement)."""
 
-Kafka places a group by Java's String.hashCode of its id (over UTF-16 code
-units, in 32-bit arithmetic) and Utils.abs, modulo offsets.topic.num.partitions;
-so do we, so that a group lands on the same partition number as in Kafka.
-"""
+from ..key_placement import java_abs, java_string_hash, partition_for
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
-
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode: s[0]*31^(n-1) + ... + s[n-1], as a signed 32-bit int."""
-    code_units = text.encode("utf-16-be")
-    value = 0
-    for i in range(0, len(code_units), 2):
-        value = (31 * value + ((code_units[i] << 8) | code_units[i + 1])) & 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
-
-
-def java_abs(value: int) -> int:
-    """Kafka's Utils.abs: |value|, except Integer.MIN_VALUE, which has no positive twin, is 0."""
-    return 0 if value == -(1 << 31) else abs(value)
-
-
-def partition_for(key: str, partition_count: int) -> int:
-    return java_abs(java_string_hash(key)) % partition_count
+__all__ = ["OFFSETS_TOPIC", "java_abs", "java_string_hash", "partition_for"]

@@ -16,20 +16,16 @@ replaying them, live and after a failover alike.
     7     group, member                    TargetAssignmentMember: the member's target partitions
     8     group, member                    CurrentMemberAssignment: epochs, state, owned, revoking
 
-The encoding is big-endian: int16/int32/int64, strings as an int16 length
-(-1 for none) and UTF-8, lists as an int32 count.
+The encoding is record_codec's: big-endian integers, strings as an int16
+length (-1 for none) and UTF-8, lists as an int32 count.
 """
 
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..invariant import require
+from ..record_codec import Partitions, Reader, Writer
 
 VALUE_VERSION = 0
-
-# partition assignments as they travel in records: topic -> sorted partitions
-Partitions = Mapping[str, frozenset[int]]
 
 
 class RecordType:
@@ -153,115 +149,16 @@ def current_member_assignment(group_id: str, member_id: str,
 # -- encoding -------------------------------------------------------------------------------
 
 
-class _Writer:
-    def __init__(self) -> None:
-        self._parts: list[bytes] = []
-
-    def int8(self, value: int) -> None:
-        self._parts.append(struct.pack(">b", value))
-
-    def int16(self, value: int) -> None:
-        self._parts.append(struct.pack(">h", value))
-
-    def int32(self, value: int) -> None:
-        self._parts.append(struct.pack(">i", value))
-
-    def int64(self, value: int) -> None:
-        self._parts.append(struct.pack(">q", value))
-
-    def string(self, value: str | None) -> None:
-        if value is None:
-            self.int16(-1)
-            return
-        data = value.encode()
-        require(len(data) < 2**15, "a string of %d bytes does not fit a group record", len(data))
-        self.int16(len(data))
-        self._parts.append(data)
-
-    def strings(self, values: tuple[str, ...]) -> None:
-        self.int32(len(values))
-        for value in values:
-            self.string(value)
-
-    def partitions(self, value: Partitions) -> None:
-        self.int32(len(value))
-        for topic in sorted(value):
-            self.string(topic)
-            indexes = sorted(value[topic])
-            self.int32(len(indexes))
-            for index in indexes:
-                self.int32(index)
-
-    def bytes(self) -> bytes:
-        return b"".join(self._parts)
+def _writer() -> Writer:
+    return Writer("group record")
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self._data = memoryview(data)
-        self._position = 0
-
-    def _take(self, fmt: str, size: int) -> int:
-        if self._position + size > len(self._data):
-            raise RecordError(f"a group record ends early, at byte {self._position}")
-        (value,) = struct.unpack_from(fmt, self._data, self._position)
-        self._position += size
-        return value
-
-    def int8(self) -> int:
-        return self._take(">b", 1)
-
-    def int16(self) -> int:
-        return self._take(">h", 2)
-
-    def int32(self) -> int:
-        return self._take(">i", 4)
-
-    def int64(self) -> int:
-        return self._take(">q", 8)
-
-    def string(self) -> str | None:
-        length = self.int16()
-        if length < 0:
-            return None
-        if self._position + length > len(self._data):
-            raise RecordError("a string in a group record runs past its end")
-        try:
-            value = bytes(self._data[self._position:self._position + length]).decode()
-        except UnicodeDecodeError as error:
-            raise RecordError(f"a string in a group record is not UTF-8: {error}") from None
-        self._position += length
-        return value
-
-    def text(self) -> str:
-        value = self.string()
-        if value is None:
-            raise RecordError("a group record lacks a string it needs")
-        return value
-
-    def strings(self) -> tuple[str, ...]:
-        return tuple(self.text() for _ in range(self.count()))
-
-    def partitions(self) -> dict[str, frozenset[int]]:
-        result = {}
-        for _ in range(self.count()):
-            topic = self.text()
-            result[topic] = frozenset(self.int32() for _ in range(self.count()))
-        return result
-
-    def count(self) -> int:
-        count = self.int32()
-        if count < 0 or count > len(self._data):
-            raise RecordError(f"a group record has a count of {count}")
-        return count
-
-    def done(self) -> None:
-        if self._position != len(self._data):
-            raise RecordError(f"a group record has {len(self._data) - self._position} bytes too many")
+def _reader(data: bytes) -> Reader:
+    return Reader(data, RecordError, "group record")
 
 
 def encode_key(record: GroupRecord) -> bytes:
-    writer = _Writer()
+    writer = _writer()
     writer.int16(record.type)
     writer.string(record.group_id)
     if record.type == RecordType.OFFSET_COMMIT:
@@ -274,7 +171,7 @@ def encode_key(record: GroupRecord) -> bytes:
 
 
 def encode_value(record_type: int, value: Value) -> bytes:
-    writer = _Writer()
+    writer = _writer()
     writer.int16(VALUE_VERSION)
     if isinstance(value, OffsetCommitValue):
         writer.int64(value.offset)
@@ -312,7 +209,7 @@ def encode_value(record_type: int, value: Value) -> bytes:
 
 def decode(key: bytes, value: bytes | None) -> GroupRecord:
     """A record from its key and value bytes; RecordError for anything else."""
-    reader = _Reader(key)
+    reader = _reader(key)
     record_type = reader.int16()
     group_id = reader.text()
     topic, partition, member_id = "", -1, ""
@@ -330,7 +227,7 @@ def decode(key: bytes, value: bytes | None) -> GroupRecord:
 
 
 def _decode_value(record_type: int, data: bytes) -> Value:
-    reader = _Reader(data)
+    reader = _reader(data)
     version = reader.int16()
     if version != VALUE_VERSION:
         raise RecordError(f"a record of type {record_type} has value version {version}, this build reads "

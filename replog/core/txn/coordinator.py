@@ -1,0 +1,489 @@
+"""The transaction coordinator of one `__transaction_state` partition, as a state machine without I/O.
+
+Its driver (the broker that leads the partition) calls:
+
+    replay(record)            for each record of the partition while it loads, then
+    loaded(now_ms)            once: requests are answered from then on (COORDINATOR_LOAD_IN_PROGRESS before),
+                              and the markers of transactions that were ending are sent again
+    init_producer_id, add_partitions, add_offsets, end_txn      for the requests
+    marker_written            for each partition's answer to a WriteMarkers
+    tick(now_ms)              every transaction.abort.timed.out.transaction.cleanup.interval.ms
+    expire_transactional_ids  every transaction.remove.expired.transaction.cleanup.interval.ms
+
+Each operation returns a `Result`. The driver writes its records to the
+partition (acks=all) and, once they are durable, sends its markers and its
+response, in that order. The records are already applied when the operation
+returns, so later operations see them; a driver whose write fails loads the
+partition again into a new coordinator, whose state is then the log's.
+
+Time enters as `now_ms`, the wall clock (it is written in the records and
+outlives a failover). The producer ids of new transactional ids come from an
+injected `ProducerIdSource`.
+
+Epochs follow KIP-890 ("transactions v2"): every end of a transaction, commit,
+abort, timeout or fence, bumps the producer epoch, and the markers carry the
+bumped epoch. A write, an EndTxn or a marker of a transaction that has ended
+carries an older epoch than everything after it, and is refused: a late
+commit can no longer commit the next transaction (Jepsen's 2024 finding).
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from ..errors import ErrorCode
+from ..invariant import require
+from ..key_placement import partition_for
+from ..topic_partition import TopicPartition
+from .metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata
+from .records import TxnRecord
+from .requests import (
+    OK,
+    AddOffsetsRequest,
+    AddPartitionsRequest,
+    AddPartitionsResponse,
+    Answer,
+    CoordinatorFenced,
+    DescribedTransaction,
+    EndTxnRequest,
+    Event,
+    InitProducerIdRequest,
+    ListedTransaction,
+    ProducerFenced,
+    ProducerIdAndEpoch,
+    Result,
+    TopicsImage,
+    TransactionCompleted,
+    TransactionTimedOut,
+    TxnConfig,
+    WriteMarkers,
+)
+from .state import TxnEvent, TxnState, check_state_change, next_state
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_PREPARED = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+_ENDING = (*_PREPARED, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+# A partition leader's answers to a marker that mean the marker is there: written now, or before
+# (a retry is refused as an old epoch, since the marker raised the producer's epoch).
+_MARKER_DONE = frozenset({ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH})
+
+
+class ProducerIdSource(Protocol):
+    def take(self) -> int | None:
+        """A producer id never handed out before; None while none is at hand (the driver is reserving a
+        new block), which the coordinator answers with COORDINATOR_LOAD_IN_PROGRESS (retriable).
+        replog.core.producer_ids.ProducerIds is one."""
+
+
+@dataclass(slots=True)
+class _PendingMarkers:
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    partitions: set[TopicPartition]
+
+
+def _before_last_bump(metadata: TransactionMetadata) -> tuple[int, int] | None:
+    """The producer id and epoch the transactional id had just before its last bump, whose calls are
+    retries of the call that bumped it; None after a fence, whose old epoch is nobody's to retry with."""
+    if metadata.last_producer_epoch == NO_PRODUCER_EPOCH:
+        return None
+    if metadata.producer_epoch == metadata.last_producer_epoch + 1:
+        return metadata.producer_id, metadata.last_producer_epoch
+    if metadata.producer_epoch == 0 and metadata.previous_producer_id != NO_PRODUCER_ID:
+        return metadata.previous_producer_id, metadata.last_producer_epoch  # the epochs ran out: a new id
+    return None
+
+
+class _Batch:
+    """Records made by one operation, each applied as it is made; the markers and events to report."""
+
+    def __init__(self, coordinator: "TransactionCoordinator") -> None:
+        self._coordinator = coordinator
+        self.records: list[TxnRecord] = []
+        self.markers: list[WriteMarkers] = []
+        self.events: list[Event] = []
+
+    def write(self, metadata: TransactionMetadata) -> None:
+        record = TxnRecord(metadata.transactional_id, metadata)
+        self._coordinator.replay(record)
+        self.records.append(record)
+
+    def forget(self, transactional_id: str) -> None:
+        record = TxnRecord(transactional_id, None)
+        self._coordinator.replay(record)
+        self.records.append(record)
+
+    def result(self, response):
+        return Result(response, tuple(self.records), tuple(self.markers), tuple(self.events))
+
+
+def _refuse(error: ErrorCode, message: str) -> ProducerIdAndEpoch:
+    return ProducerIdAndEpoch(error, message)
+
+
+def _fenced(transactional_id: str, producer_epoch: int, metadata: TransactionMetadata, refusal):
+    return refusal(ErrorCode.PRODUCER_FENCED, f"epoch {producer_epoch} of {transactional_id!r} was fenced: producer "
+                                              f"{metadata.producer_id} is at epoch {metadata.producer_epoch}")
+
+
+class TransactionCoordinator:
+    def __init__(self, config: TxnConfig, producer_ids: ProducerIdSource, coordinator_epoch: int) -> None:
+        """A coordinator loading its partition; `coordinator_epoch` is the partition's leader epoch, which
+        every marker carries so that partition leaders can refuse a stale coordinator's."""
+        self.config = config
+        self.coordinator_epoch = coordinator_epoch
+        self._producer_ids = producer_ids
+        self._transactions: dict[str, TransactionMetadata] = {}
+        self._pending: dict[str, _PendingMarkers] = {}
+        self._loading = True
+
+    # -- state from records -----------------------------------------------------------------------
+
+    def replay(self, record: TxnRecord) -> None:
+        """Apply one record: the only way the coordinator's state changes."""
+        before = self._transactions.get(record.transactional_id)
+        after = record.metadata
+        if after is None:
+            require(before is None or before.state.expiration_allowed,
+                    "transactional id %r is forgotten in state %s", record.transactional_id,
+                    before.state.name if before else "")
+            self._transactions.pop(record.transactional_id, None)
+            self._pending.pop(record.transactional_id, None)
+            return
+        if before is not None:
+            # The first record of an id in a compacted log may come from any state; the later ones follow it.
+            check_state_change(before.state, after.state)
+        self._transactions[record.transactional_id] = after
+        if after.state in _PREPARED:
+            self._pending[record.transactional_id] = _PendingMarkers(
+                after.producer_id, after.producer_epoch, after.state is TxnState.PREPARE_COMMIT, set(after.partitions))
+        else:
+            self._pending.pop(record.transactional_id, None)
+
+    def loaded(self, now_ms: int) -> Result[None]:
+        """The partition is replayed: answer requests from now on, and finish the transactions that were
+        ending when the last coordinator stopped (their markers again; partitions that have them already
+        answer as for a retry)."""
+        self._loading = False
+        batch = _Batch(self)
+        for transactional_id in sorted(self._pending):
+            self._send_or_complete(self._transactions[transactional_id], batch, now_ms)
+        return batch.result(None)
+
+    @property
+    def loading(self) -> bool:
+        return self._loading
+
+    def get(self, transactional_id: str) -> TransactionMetadata | None:
+        return self._transactions.get(transactional_id)
+
+    def transactions(self) -> tuple[TransactionMetadata, ...]:
+        return tuple(self._transactions[t] for t in sorted(self._transactions))
+
+    def pending_markers(self) -> tuple[WriteMarkers, ...]:
+        """Every marker not yet acknowledged, for a driver that lost track (a reconnect)."""
+        return tuple(self._markers(t, p.partitions) for t, p in sorted(self._pending.items()) if p.partitions)
+
+    # -- InitProducerId ---------------------------------------------------------------------------
+
+    def init_producer_id(self, request: InitProducerIdRequest, now_ms: int) -> Result[ProducerIdAndEpoch]:
+        """A transactional producer starts (or recovers, KIP-360): it gets its producer id and a new epoch,
+        which fences every older instance. An ongoing transaction of the old epoch is aborted first and
+        the producer asked to retry (CONCURRENT_TRANSACTIONS) until the abort is complete."""
+        batch = _Batch(self)
+        refusal = self._check_request(request.transactional_id, _refuse)
+        if refusal is None and not 0 < request.transaction_timeout_ms <= self.config.max_timeout_ms:
+            refusal = _refuse(ErrorCode.INVALID_TRANSACTION_TIMEOUT,
+                              f"transaction.timeout.ms {request.transaction_timeout_ms} is not in "
+                              f"(0, {self.config.max_timeout_ms}] (transaction.max.timeout.ms)")
+        if refusal is not None:
+            return batch.result(refusal)
+        metadata = self._transactions.get(request.transactional_id)
+        if metadata is None:
+            return batch.result(self._new_transactional_id(request, batch, now_ms))
+        expected = request.producer_id != NO_PRODUCER_ID
+        if expected and request.producer_id not in (metadata.producer_id, metadata.previous_producer_id):
+            return batch.result(_refuse(ErrorCode.PRODUCER_FENCED,
+                                        f"producer id {request.producer_id} is no longer the one of "
+                                        f"{request.transactional_id!r}"))
+        if metadata.state in _PREPARED:
+            return batch.result(_refuse(ErrorCode.CONCURRENT_TRANSACTIONS,
+                                        f"{request.transactional_id!r} is completing a transaction; retry"))
+        if metadata.state is TxnState.ONGOING:
+            if expected and (request.producer_id, request.producer_epoch) != (metadata.producer_id,
+                                                                              metadata.producer_epoch):
+                return batch.result(_fenced(request.transactional_id, request.producer_epoch, metadata, _refuse))
+            self._fence_and_abort(metadata, batch, now_ms)
+            batch.events.append(ProducerFenced(metadata.transactional_id, metadata.producer_id,
+                                               metadata.producer_epoch))
+            return batch.result(_refuse(ErrorCode.CONCURRENT_TRANSACTIONS,
+                                        f"the ongoing transaction of {request.transactional_id!r} is being "
+                                        f"aborted; retry"))
+        return batch.result(self._bump_idle(metadata, request, batch, now_ms))
+
+    def _new_transactional_id(self, request: InitProducerIdRequest, batch: _Batch,
+                              now_ms: int) -> ProducerIdAndEpoch:
+        producer_id = self._producer_ids.take()
+        if producer_id is None:
+            return _refuse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "no producer id is at hand yet; retry")
+        metadata = TransactionMetadata(request.transactional_id, producer_id, 0, request.transaction_timeout_ms,
+                                       TxnState.EMPTY, now_ms)
+        batch.write(metadata)
+        return ProducerIdAndEpoch(ErrorCode.NONE, "", producer_id, 0)
+
+    def _bump_idle(self, metadata: TransactionMetadata, request: InitProducerIdRequest, batch: _Batch,
+                   now_ms: int) -> ProducerIdAndEpoch:
+        """InitProducerId with no transaction open: a new epoch, or a new producer id when the epochs are
+        spent; a retry of a call that already succeeded gets the same answer again."""
+        expected = request.producer_id != NO_PRODUCER_ID
+        if expected and (request.producer_id, request.producer_epoch) == _before_last_bump(metadata):
+            return ProducerIdAndEpoch(ErrorCode.NONE, "", metadata.producer_id, metadata.producer_epoch)
+        if expected and (request.producer_id, request.producer_epoch) != (metadata.producer_id,
+                                                                          metadata.producer_epoch):
+            return _fenced(request.transactional_id, request.producer_epoch, metadata, _refuse)
+        last_epoch = metadata.producer_epoch if expected else NO_PRODUCER_EPOCH
+        changes: dict = {"timeout_ms": request.transaction_timeout_ms, "start_timestamp_ms": -1,
+                         "last_producer_epoch": last_epoch}
+        if metadata.epoch_exhausted:
+            producer_id = self._producer_ids.take()
+            if producer_id is None:
+                return _refuse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "no producer id is at hand yet; retry")
+            changes |= {"producer_id": producer_id, "producer_epoch": 0,
+                        "previous_producer_id": metadata.producer_id}
+        else:
+            changes["producer_epoch"] = metadata.producer_epoch + 1
+        after = metadata.moved(TxnEvent.INIT_PRODUCER_ID, now_ms, **changes)
+        batch.write(after)
+        return ProducerIdAndEpoch(ErrorCode.NONE, "", after.producer_id, after.producer_epoch)
+
+    # -- AddPartitionsToTxn and AddOffsetsToTxn ----------------------------------------------------
+
+    def add_partitions(self, request: AddPartitionsRequest, topics: TopicsImage,
+                       now_ms: int) -> Result[AddPartitionsResponse]:
+        """Add partitions to the producer's transaction (starting one), or, with verify_only, say whether
+        they are in its ongoing transaction (KIP-890: asked by a partition leader before it appends the
+        producer's first transactional batch; an answer other than NONE refuses the batch)."""
+        batch = _Batch(self)
+        refusal = self._check_producer(request.transactional_id, request.producer_id, request.producer_epoch,
+                                       AddPartitionsResponse)
+        if refusal is not None:
+            return batch.result(refusal)
+        metadata = self._transactions[request.transactional_id]
+        if request.verify_only:
+            return batch.result(AddPartitionsResponse(ErrorCode.NONE, "", {
+                partition: ErrorCode.NONE if (metadata.state is TxnState.ONGOING and partition in metadata.partitions)
+                else ErrorCode.TRANSACTION_ABORTABLE for partition in request.partitions}))
+        unknown = {p for p in request.partitions if not 0 <= p.partition < topics.get(p.topic, 0)}
+        if unknown:
+            return batch.result(AddPartitionsResponse(
+                ErrorCode.NONE, f"no such partitions: {', '.join(sorted(map(str, unknown)))}",
+                {p: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if p in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                 for p in request.partitions}))
+        self._add(metadata, request.partitions, batch, now_ms)
+        return batch.result(AddPartitionsResponse(ErrorCode.NONE, "", dict.fromkeys(request.partitions,
+                                                                                  ErrorCode.NONE)))
+
+    def add_offsets(self, request: AddOffsetsRequest, now_ms: int) -> Result[Answer]:
+        """Add the group's __consumer_offsets partition to the transaction, so that the offsets the
+        producer commits in it (TxnOffsetCommit) become visible only with its commit marker."""
+        batch = _Batch(self)
+        refusal = self._check_producer(request.transactional_id, request.producer_id, request.producer_epoch, Answer)
+        if refusal is not None:
+            return batch.result(refusal)
+        partition = TopicPartition(OFFSETS_TOPIC, partition_for(request.group_id, self.config.offsets_topic_partitions))
+        self._add(self._transactions[request.transactional_id], frozenset({partition}), batch, now_ms)
+        return batch.result(OK)
+
+    def _add(self, metadata: TransactionMetadata, partitions: frozenset[TopicPartition], batch: _Batch,
+             now_ms: int) -> None:
+        if metadata.state is TxnState.ONGOING and partitions <= metadata.partitions:
+            return
+        start_ms = metadata.start_timestamp_ms if metadata.state is TxnState.ONGOING else now_ms
+        batch.write(metadata.moved(TxnEvent.ADD_PARTITIONS, now_ms, partitions=metadata.partitions | partitions,
+                                   start_timestamp_ms=start_ms))
+
+    # -- EndTxn -------------------------------------------------------------------------------------
+
+    def end_txn(self, request: EndTxnRequest, now_ms: int) -> Result[ProducerIdAndEpoch]:
+        """Commit or abort the producer's transaction: PREPARE_* is written with the next epoch, then the
+        markers go out. The answer names the id and epoch for the producer's next transaction. A retry
+        of the EndTxn that ended the last transaction (its epoch is the one before) gets the same answer;
+        any other EndTxn with an old epoch is fenced."""
+        batch = _Batch(self)
+        refusal = self._check_request(request.transactional_id, _refuse)
+        if refusal is not None:
+            return batch.result(refusal)
+        metadata = self._transactions.get(request.transactional_id)
+        if metadata is None or request.producer_id not in (metadata.producer_id, metadata.previous_producer_id):
+            return batch.result(_refuse(ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+                                        f"producer id {request.producer_id} is not the one of "
+                                        f"{request.transactional_id!r}"))
+        state = metadata.state
+        if state in _ENDING and (request.producer_id, request.producer_epoch) == _before_last_bump(metadata):
+            # A retry of the EndTxn that ended (or is ending) the last transaction.
+            if (state in (TxnState.PREPARE_COMMIT, TxnState.COMPLETE_COMMIT)) != request.commit:
+                return batch.result(_refuse(ErrorCode.INVALID_TXN_STATE,
+                                            f"the transaction already ended the other way ({state.kafka_name})"))
+            if state in _PREPARED:
+                return batch.result(_refuse(ErrorCode.CONCURRENT_TRANSACTIONS, "the transaction is being completed; "
+                                                                               "retry"))
+            return batch.result(ProducerIdAndEpoch(ErrorCode.NONE, "", metadata.producer_id, metadata.producer_epoch))
+        if (request.producer_id, request.producer_epoch) != (metadata.producer_id, metadata.producer_epoch):
+            return batch.result(_fenced(request.transactional_id, request.producer_epoch, metadata, _refuse))
+        if state in _PREPARED:
+            return batch.result(_refuse(ErrorCode.CONCURRENT_TRANSACTIONS,
+                                        "the last transaction is still being completed; retry"))
+        if state is TxnState.ONGOING or not request.commit:
+            return batch.result(self._prepare_end(metadata, request.commit, batch, now_ms))
+        return batch.result(_refuse(ErrorCode.INVALID_TXN_STATE,
+                                    f"{request.transactional_id!r} has no transaction to commit "
+                                    f"({state.kafka_name})"))
+
+    def _prepare_end(self, metadata: TransactionMetadata, commit: bool, batch: _Batch,
+                     now_ms: int) -> ProducerIdAndEpoch:
+        next_producer_id = NO_PRODUCER_ID
+        if metadata.epoch_exhausted:
+            allocated = self._producer_ids.take()
+            if allocated is None:
+                return _refuse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "no producer id is at hand yet; retry")
+            next_producer_id = allocated
+        if metadata.state is not TxnState.ONGOING:
+            # An abort with nothing added: the epoch still moves on, so that nothing sent before counts.
+            metadata = replace(metadata, start_timestamp_ms=now_ms)
+        prepared = metadata.moved(TxnEvent.END_COMMIT if commit else TxnEvent.END_ABORT, now_ms,
+                                  producer_epoch=metadata.producer_epoch + 1,
+                                  last_producer_epoch=metadata.producer_epoch, next_producer_id=next_producer_id)
+        batch.write(prepared)
+        self._send_or_complete(prepared, batch, now_ms)
+        after = self._transactions[prepared.transactional_id]
+        if next_producer_id != NO_PRODUCER_ID:
+            return ProducerIdAndEpoch(ErrorCode.NONE, "", next_producer_id, 0)
+        return ProducerIdAndEpoch(ErrorCode.NONE, "", after.producer_id, after.producer_epoch)
+
+    def _fence_and_abort(self, metadata: TransactionMetadata, batch: _Batch, now_ms: int) -> None:
+        """Abort an ongoing transaction that its producer no longer owns (a newer instance started, or it
+        timed out): the epoch is bumped first, so the old producer's every later call is fenced, and the
+        epoch before is forgotten, so none of its calls counts as a retry."""
+        fenced = metadata.moved(TxnEvent.FENCE, now_ms, producer_epoch=metadata.producer_epoch + 1,
+                                last_producer_epoch=NO_PRODUCER_EPOCH)
+        prepared = fenced.moved(TxnEvent.END_ABORT, now_ms)
+        batch.write(prepared)
+        self._send_or_complete(prepared, batch, now_ms)
+
+    # -- markers --------------------------------------------------------------------------------------
+
+    def marker_written(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partition: TopicPartition, error: ErrorCode, now_ms: int) -> Result[None]:
+        """A partition leader answered the marker for `partition`. NONE (or INVALID_PRODUCER_EPOCH: the
+        marker was there already) counts it written; once every partition has its marker, COMPLETE_* is
+        written. TRANSACTION_COORDINATOR_FENCED stops this coordinator's markers for the id. Any other
+        error is retriable: the marker is asked for again. Answers for another transaction are ignored."""
+        batch = _Batch(self)
+        pending = self._pending.get(transactional_id)
+        if (pending is None or (pending.producer_id, pending.producer_epoch) != (producer_id, producer_epoch)
+                or partition not in pending.partitions):
+            return batch.result(None)
+        if error == ErrorCode.TRANSACTION_COORDINATOR_FENCED:
+            del self._pending[transactional_id]
+            batch.events.append(CoordinatorFenced(transactional_id, partition))
+        elif error in _MARKER_DONE:
+            pending.partitions.discard(partition)
+            if not pending.partitions:
+                self._send_or_complete(self._transactions[transactional_id], batch, now_ms)
+        else:
+            batch.markers.append(self._markers(transactional_id, {partition}))
+        return batch.result(None)
+
+    def _send_or_complete(self, metadata: TransactionMetadata, batch: _Batch, now_ms: int) -> None:
+        pending = self._pending[metadata.transactional_id]
+        if pending.partitions:
+            batch.markers.append(self._markers(metadata.transactional_id, pending.partitions))
+            return
+        changes: dict = {"partitions": frozenset(), "next_producer_id": NO_PRODUCER_ID}
+        if metadata.next_producer_id != NO_PRODUCER_ID:
+            changes |= {"producer_id": metadata.next_producer_id, "producer_epoch": 0,
+                        "previous_producer_id": metadata.producer_id}
+        batch.write(metadata.moved(TxnEvent.MARKERS_WRITTEN, now_ms, **changes))
+        batch.events.append(TransactionCompleted(metadata.transactional_id, metadata.producer_id,
+                                                 metadata.state is TxnState.PREPARE_COMMIT,
+                                                 now_ms - metadata.start_timestamp_ms))
+
+    def _markers(self, transactional_id: str, partitions: Iterable[TopicPartition]) -> WriteMarkers:
+        pending = self._pending[transactional_id]
+        return WriteMarkers(transactional_id, pending.producer_id, pending.producer_epoch, self.coordinator_epoch,
+                            pending.commit, frozenset(partitions))
+
+    # -- timers -----------------------------------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> Result[None]:
+        """Abort the transactions open longer than their transaction.timeout.ms (with an epoch bump, so the
+        silent producer is fenced if it comes back)."""
+        batch = _Batch(self)
+        for metadata in self.transactions():
+            if (metadata.state is TxnState.ONGOING and not self._loading
+                    and metadata.start_timestamp_ms + metadata.timeout_ms < now_ms):
+                self._fence_and_abort(metadata, batch, now_ms)
+                batch.events.append(TransactionTimedOut(metadata.transactional_id, metadata.producer_id,
+                                                        metadata.timeout_ms))
+        return batch.result(None)
+
+    def expire_transactional_ids(self, now_ms: int) -> Result[tuple[str, ...]]:
+        """Forget the transactional ids idle for transactional.id.expiration.ms (tombstones); their ids."""
+        batch = _Batch(self)
+        expired = []
+        for metadata in self.transactions():
+            if (metadata.state.expiration_allowed and not self._loading
+                    and metadata.last_update_timestamp_ms + self.config.transactional_id_expiration_ms <= now_ms):
+                next_state(metadata.state, TxnEvent.EXPIRE)  # checks the move; DEAD itself is the tombstone
+                batch.forget(metadata.transactional_id)
+                expired.append(metadata.transactional_id)
+        return batch.result(tuple(expired))
+
+    # -- describing -------------------------------------------------------------------------------------
+
+    def describe(self, transactional_id: str) -> DescribedTransaction:
+        metadata = self._transactions.get(transactional_id)
+        if self._loading:
+            return DescribedTransaction(transactional_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                                        "the coordinator is loading its partition; retry")
+        if metadata is None:
+            return DescribedTransaction(transactional_id, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
+                                        f"no transactional id {transactional_id!r}")
+        return DescribedTransaction(transactional_id, ErrorCode.NONE, "", metadata.state.kafka_name,
+                                    metadata.producer_id, metadata.producer_epoch, metadata.timeout_ms,
+                                    metadata.start_timestamp_ms, tuple(sorted(metadata.partitions)))
+
+    def list_transactions(self, states: Iterable[TxnState] = (),
+                          producer_ids: Iterable[int] = ()) -> tuple[ListedTransaction, ...]:
+        wanted_states, wanted_ids = set(states), set(producer_ids)
+        return tuple(ListedTransaction(m.transactional_id, m.producer_id, m.state.kafka_name)
+                     for m in self.transactions()
+                     if (not wanted_states or m.state in wanted_states)
+                     and (not wanted_ids or m.producer_id in wanted_ids))
+
+    # -- checks shared by the requests --------------------------------------------------------------------
+
+    def _check_request(self, transactional_id: str, refusal):
+        if self._loading:
+            return refusal(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "the coordinator is loading its partition; retry")
+        if not transactional_id:
+            return refusal(ErrorCode.INVALID_REQUEST, "a transactional request needs a transactional id")
+        return None
+
+    def _check_producer(self, transactional_id: str, producer_id: int, producer_epoch: int, refusal):
+        """The checks before AddPartitionsToTxn and AddOffsetsToTxn, as Kafka's: the id must be the
+        transactional id's, the epoch its current one, and no transaction may be completing."""
+        checked = self._check_request(transactional_id, refusal)
+        if checked is not None:
+            return checked
+        metadata = self._transactions.get(transactional_id)
+        if metadata is None or metadata.producer_id != producer_id:
+            return refusal(ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+                           f"producer id {producer_id} is not the one of {transactional_id!r}")
+        if metadata.producer_epoch != producer_epoch:
+            return _fenced(transactional_id, producer_epoch, metadata, refusal)
+        if metadata.state in _PREPARED:
+            return refusal(ErrorCode.CONCURRENT_TRANSACTIONS, f"{transactional_id!r} is completing a transaction; "
+                                                              f"retry")
+        return None

@@ -1,0 +1,81 @@
+"""A transaction coordinator in a test: producer ids from a counter, its records kept as its log, and
+the partition leaders' marker answers played by hand."""
+
+from replog.core.errors import ErrorCode
+from replog.core.topic_partition import TopicPartition
+from replog.core.txn.coordinator import TransactionCoordinator
+from replog.core.txn.records import decode
+from replog.core.txn.requests import (
+    AddPartitionsRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    Result,
+    TxnConfig,
+    WriteMarkers,
+)
+
+TOPICS = {"t": 3, "u": 2}
+T0, T1, U0 = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("u", 0)
+TIMEOUT_MS = 60_000
+
+
+class Counter:
+    def __init__(self, start: int = 1000) -> None:
+        self.next = start
+        self.exhausted = False
+
+    def take(self) -> int | None:
+        if self.exhausted:
+            return None
+        self.next += 1
+        return self.next - 1
+
+
+class Coordinator:
+    """A loaded coordinator, its log (every record it made, encoded and decoded again) and a clock."""
+
+    def __init__(self, coordinator_epoch: int = 5, config: TxnConfig = TxnConfig()) -> None:
+        self.ids = Counter()
+        self.config = config
+        self.core = TransactionCoordinator(config, self.ids, coordinator_epoch)
+        self.core.loaded(0)
+        self.log: list[tuple[bytes, bytes | None]] = []
+        self.now_ms = 1_000
+        self.markers: list[WriteMarkers] = []
+        self.events: list = []
+
+    def take(self, result: Result):
+        self.log += [record.encode() for record in result.records]
+        self.markers += result.markers
+        self.events += result.events
+        return result.response
+
+    def init(self, tid: str = "tx", producer_id: int = -1, producer_epoch: int = -1, timeout_ms: int = TIMEOUT_MS):
+        return self.take(self.core.init_producer_id(
+            InitProducerIdRequest(tid, timeout_ms, producer_id, producer_epoch), self.now_ms))
+
+    def add(self, pid: int, epoch: int, *partitions: TopicPartition, tid: str = "tx", verify_only: bool = False):
+        return self.take(self.core.add_partitions(
+            AddPartitionsRequest(tid, pid, epoch, frozenset(partitions), verify_only), TOPICS, self.now_ms))
+
+    def end(self, pid: int, epoch: int, commit: bool, tid: str = "tx"):
+        return self.take(self.core.end_txn(EndTxnRequest(tid, pid, epoch, commit), self.now_ms))
+
+    def ack(self, markers: WriteMarkers, error: ErrorCode = ErrorCode.NONE, partitions=None):
+        for partition in sorted(markers.partitions if partitions is None else partitions):
+            self.take(self.core.marker_written(markers.transactional_id, markers.producer_id, markers.producer_epoch,
+                                               partition, error, self.now_ms))
+
+    def ack_all(self):
+        while self.markers:
+            self.ack(self.markers.pop(0))
+
+    def reload(self, coordinator_epoch: int) -> tuple[TransactionCoordinator, Result]:
+        """A new coordinator (a failover) from the log as written so far."""
+        core = TransactionCoordinator(self.config, self.ids, coordinator_epoch)
+        for key, value in self.log:
+            core.replay(decode(key, value))
+        return core, core.loaded(self.now_ms)
+
+    def state(self, tid: str = "tx"):
+        return self.core.get(tid).state
