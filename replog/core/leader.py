@@ -148,16 +148,20 @@ class LeaderRole:
             # Nothing was appended: the producer may retry without duplicating.
             self._answer(request, ErrorCode.REQUEST_TIMED_OUT)
             return
-        if request.producer is not None:
+        if request.marker is not None:
+            check = self._log.producers.check_marker(request.marker)
+        elif request.producer is not None:
             check = self._log.producers.check(request.producer)
-            if check.duplicate_of is not None:
-                self._answer_retry(request, check.duplicate_of, now_ms)
-                return
-            if check.error != ErrorCode.NONE:
-                self._answer(request, check.error)
-                return
+        else:
+            check = None
+        if check is not None and check.duplicate_of is not None:
+            self._answer_retry(request, check.duplicate_of, now_ms)
+            return
+        if check is not None and check.error != ErrorCode.NONE:
+            self._answer(request, check.error)
+            return
         base_offset = self._log.append_as_leader(request.records, request.record_count, self.leader_epoch,
-                                                 request.producer, now_ms)
+                                                 request.producer, now_ms, request.marker)
         if acks == ACKS_LEADER:
             self._answer(request, ErrorCode.NONE, base_offset)
         elif acks == ACKS_ALL:
@@ -203,8 +207,9 @@ class LeaderRole:
             return self._plan(ErrorCode.NONE, request, diverging=diverging)
         if not log.log_start_offset <= request.fetch_offset <= log.log_end_offset:
             return self._plan(ErrorCode.OFFSET_OUT_OF_RANGE, request)
-        if not request.from_follower:  # consumers read committed records only
-            return self._plan(ErrorCode.NONE, request, end_offset=max(log.high_watermark, request.fetch_offset))
+        if not request.from_follower:  # consumers read committed records only; read_committed ones, decided ones
+            end_offset = log.last_stable_offset if request.read_committed else log.high_watermark
+            return self._plan(ErrorCode.NONE, request, end_offset=max(end_offset, request.fetch_offset))
         self._record_follower_fetch(request, now_ms)
         plan = self._plan(ErrorCode.NONE, request, end_offset=max(log.log_end_offset, request.fetch_offset))
         self._last_plans[request.replica_id] = _LastPlan(request, log.version, plan)
@@ -222,6 +227,7 @@ class LeaderRole:
         return FetchPlan(
             error=error,
             high_watermark=log.high_watermark,
+            last_stable_offset=log.last_stable_offset,
             log_start_offset=log.log_start_offset,
             log_end_offset=log.log_end_offset,
             diverging_epoch=diverging,

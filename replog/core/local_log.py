@@ -11,8 +11,10 @@ from .epoch_cache import EpochEntry, LeaderEpochCache
 from .invariant import require
 from .messages import AppendAsFollower, AppendAsLeader, TruncateFullyAndStartAt, TruncateTo
 from .outbox import Outbox
-from .producer_state import ProducerAppend, ProducerEntry, ProducerStates
+from .producer_state import CompletedTxn, ProducerAppend, ProducerEntry, ProducerStates
 from .records import BatchInfo
+from .txn.aborted import AbortedTxn
+from .txn.markers import TxnMarker
 
 
 class LocalLog:
@@ -59,6 +61,11 @@ class LocalLog:
         return self._high_watermark
 
     @property
+    def last_stable_offset(self) -> int:
+        """Below it every transaction is decided and replicated: where read_committed reads stop."""
+        return self.producers.last_stable_offset(self._high_watermark)
+
+    @property
     def latest_epoch(self) -> int:
         return self.epoch_cache.latest_epoch
 
@@ -73,7 +80,8 @@ class LocalLog:
             self.version += 1
 
     def append_as_leader(self, records: Any, record_count: int, leader_epoch: int,
-                         producer: ProducerAppend | None = None, now_ms: int = 0) -> int:
+                         producer: ProducerAppend | None = None, now_ms: int = 0,
+                         marker: TxnMarker | None = None) -> int:
         require(record_count > 0, "an append needs at least one record, got %d", record_count)
         require(
             leader_epoch == self.epoch_cache.latest_epoch,
@@ -83,16 +91,20 @@ class LocalLog:
         )
         base_offset = self._log_end_offset
         last_offset = base_offset + record_count - 1
-        self._outbox.log_op(AppendAsLeader(records, leader_epoch, base_offset, last_offset))
+        aborted = ()
+        if marker is not None:
+            aborted = _aborted(self.producers.complete(marker, base_offset, now_ms))
+        elif producer is not None:
+            self.producers.update(producer, base_offset, last_offset, now_ms)
+        self._outbox.log_op(AppendAsLeader(records, leader_epoch, base_offset, last_offset, aborted))
         self._log_end_offset = last_offset + 1
         self.version += 1
-        if producer is not None:
-            self.producers.update(producer, base_offset, last_offset, now_ms)
         return base_offset
 
     def append_as_follower(self, records: Any, batches: Sequence[BatchInfo], leader_epoch: int,
                            now_ms: int = 0) -> None:
         expected_offset = self._log_end_offset
+        aborted: list[AbortedTxn] = []
         for batch in batches:
             # Batches may skip offsets (a compacted leader log), never overlap.
             require(
@@ -111,10 +123,12 @@ class LocalLog:
             if self.epoch_cache.assign(batch.leader_epoch, batch.base_offset):
                 self._outbox.checkpoint_epochs()
             producer = batch.producer_append
-            if producer is not None:
+            if batch.marker is not None:
+                aborted += _aborted(self.producers.complete(batch.marker, batch.base_offset, now_ms))
+            elif producer is not None:
                 self.producers.update(producer, batch.base_offset, batch.last_offset, now_ms)
             expected_offset = batch.next_offset
-        self._outbox.log_op(AppendAsFollower(records, tuple(batches)))
+        self._outbox.log_op(AppendAsFollower(records, tuple(batches), tuple(aborted)))
         self._log_end_offset = expected_offset
         self.version += 1
 
@@ -171,6 +185,13 @@ class LocalLog:
             self._log_end_offset,
         )
         self._high_watermark = candidate
+        self.producers.forget_stable(candidate)
         self._outbox.checkpoint_high_watermark()
         self.version += 1
         return True
+
+
+def _aborted(completed: CompletedTxn | None) -> tuple[AbortedTxn, ...]:
+    """What a marker adds to its segment's .txnindex: the transaction, when it aborted one."""
+    entry = completed.aborted_txn() if completed is not None else None
+    return () if entry is None else (entry,)

@@ -17,6 +17,7 @@ from .messages import FetchPlan, FetchResponse
 from .producer_state import ProducerAppend, ProducerEntry
 from .records import BatchInfo
 from .storage import AppendInfo, ReadResult
+from .txn.aborted import AbortedTxn, collect_aborted
 
 # Kafka's RecordBatch v2 header: what a batch costs on disk besides its records.
 BATCH_OVERHEAD_BYTES = 61
@@ -51,6 +52,7 @@ class MemoryBatch:
 class MemoryLog:
     def __init__(self, log_start_offset: int = 0, *, flush_interval_ms: int | None = None) -> None:
         self._batches: list[MemoryBatch] = []
+        self._aborted: list[AbortedTxn] = []  # the .txnindex of its one segment
         self._base_offsets: list[int] = []
         self._log_start_offset = log_start_offset
         self._log_end_offset = log_start_offset
@@ -145,6 +147,7 @@ class MemoryLog:
         )
         del self._batches[keep:]
         del self._base_offsets[keep:]
+        self._aborted = [entry for entry in self._aborted if entry.last_offset < offset]
         self._log_end_offset = offset
         # Truncations are made durable at once: one lost in a crash would bring
         # back records that diverge from the leader.
@@ -153,6 +156,7 @@ class MemoryLog:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self._batches.clear()
+        self._aborted.clear()
         self._base_offsets.clear()
         self._log_start_offset = self._log_end_offset = self._recovery_point = offset
 
@@ -174,6 +178,14 @@ class MemoryLog:
 
     def write_producer_snapshot(self, offset: int, entries: Sequence[ProducerEntry]) -> None:
         pass
+
+    def index_aborted(self, aborted: Sequence[AbortedTxn]) -> None:
+        for entry in aborted:
+            if not self._aborted or entry.last_offset > self._aborted[-1].last_offset:
+                self._aborted.append(entry)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        return collect_aborted(self._aborted, fetch_offset, upper_bound_offset)[0]
 
     def maybe_flush(self, now_ms: int) -> bool:
         if not self.flush_interval_ms or now_ms - self._last_flush_ms < self.flush_interval_ms:

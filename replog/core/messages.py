@@ -13,6 +13,8 @@ from .epoch_cache import EpochEndOffset, EpochEntry
 from .errors import ErrorCode
 from .producer_state import ProducerAppend
 from .records import BatchInfo
+from .txn.aborted import AbortedTxn
+from .txn.markers import TxnMarker
 
 NO_LEADER = -1
 # The replica id of a consumer's fetch; followers send their broker id.
@@ -101,6 +103,9 @@ class ProduceRequest:
     timeout_ms: int
     current_leader_epoch: int = NO_EPOCH
     producer: ProducerAppend | None = None
+    # A transaction marker (WriteTxnMarkers): `records` is its control batch, checked against the
+    # producer's state here instead of `producer`.
+    marker: TxnMarker | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +119,8 @@ class FetchRequest:
     # an older incarnation of the follower must not count (KIP-903).
     replica_epoch: int = -1
     max_wait_ms: int = 0
+    # A consumer's isolation.level=read_committed: read below the last stable offset only.
+    read_committed: bool = False
 
     @property
     def from_follower(self) -> bool:
@@ -163,6 +170,7 @@ class FetchPlan:
     read_offset: int = 0
     max_offset: int = 0
     max_bytes: int = 0
+    last_stable_offset: int = -1
 
     @property
     def has_data(self) -> bool:
@@ -184,12 +192,14 @@ class AppendAsLeader:
     leader_epoch: int
     base_offset: int
     last_offset: int
+    aborted: tuple[AbortedTxn, ...] = ()  # transactions its marker aborted, for the .txnindex
 
 
 @dataclass(frozen=True, slots=True)
 class AppendAsFollower:
     records: Any
     batches: tuple[BatchInfo, ...]
+    aborted: tuple[AbortedTxn, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

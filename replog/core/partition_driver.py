@@ -91,10 +91,12 @@ def apply_log_op(log: LogStorage, op: LogOp, wall_ms: int) -> None:
             raise LogOpFailed(op, ErrorCode.KAFKA_STORAGE_ERROR,
                               f"appended at [{info.first_offset}, {info.last_offset}], the core expected "
                               f"[{op.base_offset}, {op.last_offset}]")
+        log.index_aborted(op.aborted)
     elif isinstance(op, AppendAsFollower):
         info = log.append_as_follower(op.records, now_ms=wall_ms)
         if info.error != ErrorCode.NONE:
             raise LogOpFailed(op, info.error, info.reason)
+        log.index_aborted(op.aborted)
     elif isinstance(op, TruncateTo):
         log.truncate_to(op.offset)
     else:
@@ -199,10 +201,12 @@ class PartitionDriver:
         return self.replica.handle_offsets_for_leader_epoch(current_leader_epoch, leader_epoch)
 
     def list_offsets(self, current_leader_epoch: int, timestamp_ms: int,
-                     offset_for_timestamp: Callable[[int], tuple[int, int] | None]) -> ListedOffset:
+                     offset_for_timestamp: Callable[[int], tuple[int, int] | None],
+                     *, read_committed: bool = False) -> ListedOffset:
         """ListOffsets; the log is searched by timestamp only for a real timestamp."""
         found = offset_for_timestamp(timestamp_ms) if timestamp_ms >= 0 else None
-        return self.replica.handle_list_offsets(current_leader_epoch, timestamp_ms, found)
+        return self.replica.handle_list_offsets(current_leader_epoch, timestamp_ms, found,
+                                                read_committed=read_committed)
 
     def reconfigure(self, config: ReplicaConfig) -> None:
         """A topic's config changed: producers a raised min.insync.replicas fails are answered."""

@@ -357,6 +357,13 @@ class ProducerStates:
 def rebuild(snapshot: Iterable[ProducerEntry], appends: Iterable[LogItem], now_ms: int) -> tuple[ProducerEntry, ...]:
     """The producers a log holds, from a snapshot and the idempotent batches and markers after it. Every one
     of them counts as seen `now_ms` (its expiration runs from the restart)."""
+    return rebuild_with_completed(snapshot, appends, now_ms)[0]
+
+
+def rebuild_with_completed(snapshot: Iterable[ProducerEntry], appends: Iterable[LogItem],
+                           now_ms: int) -> tuple[tuple[ProducerEntry, ...], list[CompletedTxn]]:
+    """`rebuild`, and the transactions the replayed markers completed (recovery indexes the aborted ones
+    again, in case a crash lost their .txnindex entries)."""
     states = ProducerStates(replace(entry, last_timestamp_ms=now_ms) for entry in snapshot)
-    states.replay(appends, now_ms)
-    return states.entries()
+    completed = states.replay(appends, now_ms)
+    return states.entries(), completed

@@ -7,6 +7,7 @@ and hands the bytes through untouched; the core decides with the numbers.
 from dataclasses import dataclass
 
 from .producer_state import NO_PRODUCER_ID, ProducerAppend, last_sequence
+from .txn.markers import TxnMarker
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +20,9 @@ class BatchInfo:
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = -1
     base_sequence: int = -1
+    transactional: bool = False
+    control: bool = False
+    marker: TxnMarker | None = None  # a control batch's transaction marker, as the driver read it
 
     @property
     def next_offset(self) -> int:
@@ -27,7 +31,7 @@ class BatchInfo:
     @property
     def producer_append(self) -> ProducerAppend | None:
         """The producer's part of the batch, when an idempotent producer wrote it."""
-        if self.producer_id == NO_PRODUCER_ID:
+        if self.producer_id == NO_PRODUCER_ID or self.control:
             return None
         return ProducerAppend(self.producer_id, self.producer_epoch, self.base_sequence,
-                              last_sequence(self.base_sequence, self.last_offset - self.base_offset + 1))
+                              last_sequence(self.base_sequence, self.last_offset - self.base_offset + 1), self.transactional)

@@ -48,7 +48,7 @@ from .messages import (
     Ready,
 )
 from .outbox import Outbox
-from .producer_state import ProducerEntry
+from .producer_state import ProducerAppend, ProducerEntry
 
 
 class Role(enum.Enum):
@@ -216,6 +216,24 @@ class PartitionReplica:
         """The idempotent producers this replica knows, for snapshots and for describing them."""
         return self._log.producers.entries()
 
+    def needs_verification(self, append: ProducerAppend) -> bool:
+        """Whether a transactional batch must wait for the coordinator's word before it is appended
+        (KIP-890): the first one of the producer's transaction here."""
+        return self._log.producers.needs_verification(append)
+
+    def verified(self, append: ProducerAppend, now_ms: int) -> None:
+        """The coordinator said this partition is in the producer's ongoing transaction."""
+        self._log.producers.verified(append.producer_id, append.producer_epoch, now_ms)
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self._log.last_stable_offset
+
+    @property
+    def open_transactions(self) -> tuple[tuple[int, int], ...]:
+        """(producer id, first offset) of each transaction open here, oldest first."""
+        return self._log.producers.open_transactions()
+
     @property
     def under_replicated(self) -> bool:
         return self._leader is not None and len(self._leader.isr) < len(self._leader.replicas)
@@ -332,11 +350,12 @@ class PartitionReplica:
         return ErrorCode.NONE, self._leader.offsets_for_leader_epoch(leader_epoch)
 
     def handle_list_offsets(
-        self, current_leader_epoch: int, timestamp_ms: int, found: tuple[int, int] | None = None
+        self, current_leader_epoch: int, timestamp_ms: int, found: tuple[int, int] | None = None,
+        *, read_committed: bool = False,
     ) -> ListedOffset:
         """ListOffsets, the leader's to answer under the same epoch fencing as a fetch:
         EARLIEST_TIMESTAMP is the log start offset, LATEST_TIMESTAMP the high watermark (what a
-        consumer may read), and a timestamp the first record at or after it, `found` by the
+        consumer may read; the last stable offset for a read_committed one), and a timestamp the first record at or after it, `found` by the
         log as (offset, timestamp), when that record is committed (below the high watermark)."""
         error = self._request_error(current_leader_epoch, Input.LIST_OFFSETS)
         if error != ErrorCode.NONE:
@@ -344,7 +363,8 @@ class PartitionReplica:
         if timestamp_ms == EARLIEST_TIMESTAMP:
             return ListedOffset(ErrorCode.NONE, self.log_start_offset, leader_epoch=self._leader_epoch)
         if timestamp_ms == LATEST_TIMESTAMP:
-            return ListedOffset(ErrorCode.NONE, self.high_watermark, leader_epoch=self._leader_epoch)
+            latest = self._log.last_stable_offset if read_committed else self.high_watermark
+            return ListedOffset(ErrorCode.NONE, latest, leader_epoch=self._leader_epoch)
         if found is not None and found[0] < self.high_watermark:
             return ListedOffset(ErrorCode.NONE, found[0], found[1], self._leader_epoch)
         return ListedOffset(ErrorCode.NONE, leader_epoch=self._leader_epoch)

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from .errors import ErrorCode
 from .producer_state import LogItem, ProducerEntry
+from .txn.aborted import AbortedTxn
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,3 +99,13 @@ class LogStorage(Protocol):
         ...
 
     def write_producer_snapshot(self, offset: int, entries: Sequence[ProducerEntry]) -> None: ...
+
+    def index_aborted(self, aborted: Sequence[AbortedTxn]) -> None:
+        """Transactions aborted by markers the log holds, for the segments holding their markers (an
+        entry the index has already is skipped: recovery indexes the markers it replays again)."""
+        ...
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound_offset): a read_committed
+        fetch's list."""
+        ...

@@ -17,7 +17,6 @@ from replog.api.common.v1 import common_pb2
 from replog.core.epoch_cache import EpochEndOffset
 from replog.core.errors import ErrorCode
 from replog.core.fetch_session import PartitionFetch, SessionRequest
-from replog.core.producer_state import NO_PRODUCER_ID, ProducerAppend, last_sequence
 from replog.core.messages import (
     LATEST_TIMESTAMP,
     BrokerEndpoint,
@@ -27,9 +26,12 @@ from replog.core.messages import (
     ListedOffset,
     PartitionState,
 )
+from replog.core.producer_state import NO_PRODUCER_ID, ProducerAppend, last_sequence
 from replog.core.records import BatchInfo
 from replog.core.topic_partition import TopicPartition
-from replog.protocol.batch import read_header
+from replog.core.txn.aborted import AbortedTxn
+from replog.protocol.batch import decode_batch, read_header
+from replog.protocol.control import decode_marker
 from replog.protocol.header import BatchHeader
 from replog.protocol.layout import HEADER_SIZE
 from replog.zk.records import LeaderAndIsr
@@ -41,15 +43,19 @@ def producer_append(headers: Sequence[BatchHeader]) -> ProducerAppend | str | No
     """The idempotent producer's part of a partition's batches: None when no producer id is set, a
     sentence saying why not when the batches do not fit the rules (one batch per partition, as
     Kafka requires of an idempotent producer)."""
+    if any(h.is_control for h in headers):
+        return "control batches are written by the transaction coordinator's markers, never by a producer"
     with_producer = [h for h in headers if h.producer_id != NO_PRODUCER_ID]
     if not with_producer:
+        if any(h.is_transactional for h in headers):
+            return "a transactional batch needs a producer id"
         return None
     if len(headers) != 1:
         return (f"an idempotent producer sends one batch per partition in a request, not {len(headers)} "
                 f"({len(with_producer)} with a producer id)")
     header = headers[0]
     return ProducerAppend(header.producer_id, header.producer_epoch, header.base_sequence,
-                          last_sequence(header.base_sequence, header.last_offset_delta + 1))
+                          last_sequence(header.base_sequence, header.last_offset_delta + 1), header.is_transactional)
 
 
 # -- a produce's answer ----------------------------------------------------------------------
@@ -89,14 +95,16 @@ def forgotten_partitions(request: broker_pb2.FetchRequest) -> list[TopicPartitio
 
 def add_fetch_partition(
     topic_response: broker_pb2.FetchTopicResponse, partition: int, plan: FetchPlan, error: ErrorCode,
-    error_message: str, records: bytes,
+    error_message: str, records: bytes, aborted: Sequence[AbortedTxn] = (),
 ) -> None:
     """One partition of a fetch's answer."""
     result = topic_response.partitions.add(
         partition=partition, error_code=int(error), high_watermark=plan.high_watermark,
-        last_stable_offset=plan.high_watermark, log_start_offset=plan.log_start_offset,
+        last_stable_offset=plan.last_stable_offset, log_start_offset=plan.log_start_offset,
         preferred_read_replica=-1, error_message=error_message,
     )
+    for entry in aborted:
+        result.aborted_transactions.add(producer_id=entry.producer_id, first_offset=entry.first_offset)
     if plan.diverging_epoch is not None:
         result.diverging_epoch.epoch = plan.diverging_epoch.epoch
         result.diverging_epoch.end_offset = plan.diverging_epoch.end_offset
@@ -163,8 +171,10 @@ def batch_infos(records: bytes) -> tuple[BatchInfo, ...]:
         header = read_header(records, position)
         if position + header.size > len(records):
             break
+        marker = decode_marker(decode_batch(records, position)) if header.is_control else None
         infos.append(BatchInfo(header.base_offset, header.last_offset, header.partition_leader_epoch, header.size,
-                               header.producer_id, header.producer_epoch, header.base_sequence))
+                               header.producer_id, header.producer_epoch, header.base_sequence,
+                               header.is_transactional, header.is_control, marker))
         position += header.size
     return tuple(infos)
 

@@ -141,5 +141,6 @@ def _swap(old: LogSegment, cleaned: LogSegment) -> None:
     old.delete_indexes()
     fsync_directory(old.directory)
     cleaned.rename_to_live()
+    cleaned.txn_index = old.txn_index  # offsets are kept, so are the aborted transactions
     fsync_directory(old.directory)
     old.close(flush=False)

@@ -29,6 +29,7 @@ from pathlib import Path
 from replog.core.errors import ErrorCode
 from replog.core.producer_state import LogItem, ProducerEntry
 from replog.core.storage import AppendInfo, ReadResult
+from replog.core.txn.aborted import AbortedTxn
 from replog.protocol import BatchHeader, read_header, stamp_batches
 from replog.storage import appended_batches, cleaner, log_reads, retention
 from replog.storage.batches import check_batches
@@ -153,6 +154,28 @@ class PartitionLog:
 
     def write_producer_snapshot(self, offset: int, entries: Sequence[ProducerEntry]) -> None:
         self._producer_snapshots.write(offset, entries)
+
+    # -- aborted transactions ------------------------------------------------------
+
+    def index_aborted(self, aborted: Sequence[AbortedTxn]) -> None:
+        for entry in aborted:
+            index = self._segments[self._floor_index(entry.last_offset)].txn_index
+            last = index.entries()[-1] if index.entries() else None
+            if last is None or entry.last_offset > last.last_offset:
+                index.append(entry)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """Segment after segment from the one holding `fetch_offset`, until one says no later one can add
+        an overlapping transaction (Kafka's collectAbortedTxns)."""
+        found: list[AbortedTxn] = []
+        for segment in self._segments[self._floor_index(fetch_offset):]:
+            if segment.base_offset >= upper_bound_offset:
+                break
+            entries, complete = segment.txn_index.collect(fetch_offset, upper_bound_offset)
+            found += entries
+            if complete:
+                break
+        return found
 
     @property
     def leader_epoch_checkpoint(self) -> LeaderEpochCheckpointFile:

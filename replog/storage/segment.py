@@ -1,4 +1,4 @@
-"""One segment: a `.log` file of whole record batches and its two sparse indexes.
+"""One segment: a `.log` file of whole record batches, its two sparse indexes and its `.txnindex`.
 
 The file is written with `os.pwrite` at the segment's size and read with
 `os.pread`; batches are never split or re-encoded here. A segment knows its
@@ -21,6 +21,7 @@ from replog.storage.batches import SegmentCorruptError, iter_headers, scan_valid
 from replog.storage.config import LogConfig
 from replog.storage.files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_path
 from replog.storage.index import OffsetIndex, TimeIndex
+from replog.storage.txn_index import TXN_INDEX_SUFFIX, CorruptTxnIndexError, TransactionIndex
 
 NO_TIMESTAMP = -1
 _PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
@@ -51,6 +52,7 @@ class LogSegment:
         self._index_interval_bytes = config.index_interval_bytes
         self.offset_index = OffsetIndex(self._path(INDEX_SUFFIX), base_offset, config.segment_index_bytes // 8)
         self.time_index = TimeIndex(self._path(TIME_INDEX_SUFFIX), base_offset, config.segment_index_bytes // 12)
+        self.txn_index = TransactionIndex(self._path(TXN_INDEX_SUFFIX), base_offset)
         self.created_ms = now_ms
         self._reset_contents()
 
@@ -90,6 +92,7 @@ class LogSegment:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         segment = cls(directory, base_offset, config, fd, suffix, now_ms)
         segment._create_indexes()
+        segment.txn_index.delete()
         return segment
 
     @classmethod
@@ -104,6 +107,7 @@ class LogSegment:
         """
         fd = os.open(segment_path(directory, base_offset, LOG_SUFFIX), os.O_RDWR)
         segment = cls(directory, base_offset, config, fd, "", now_ms)
+        segment._load_txn_index()
         if not recover and segment._load_indexes():
             return segment, 0
         return segment, segment.recover()
@@ -151,6 +155,14 @@ class LogSegment:
         self.offset_index = OffsetIndex.create(self.offset_index.path, self.base_offset, self.offset_index.max_entries)
         self.time_index = TimeIndex.create(self.time_index.path, self.base_offset, self.time_index.max_entries)
 
+    def _load_txn_index(self) -> None:
+        """The segment's aborted transactions; an unsound index is dropped, and the broker's rebuild of
+        the producers' state indexes again the aborts it replays (those after the newest snapshot)."""
+        try:
+            self.txn_index = TransactionIndex.load(self.txn_index.path, self.base_offset)
+        except CorruptTxnIndexError:
+            self.txn_index.delete()
+
     def _header_at(self, position: int) -> BatchHeader:
         buf = os.pread(self._fd, HEADER_SIZE, position)
         if len(buf) < HEADER_SIZE:
@@ -170,6 +182,7 @@ class LogSegment:
             self._track(position, header)
         if self.size_bytes < file_size:
             os.ftruncate(self._fd, self.size_bytes)
+        self.txn_index.truncate_to(self.next_offset)
         self.flush()
         return file_size - self.size_bytes
 
@@ -260,6 +273,7 @@ class LogSegment:
         position, _ = found
         removed = self.size_bytes - position
         os.ftruncate(self._fd, position)
+        self.txn_index.truncate_to(offset)
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(offset)
         self.size_bytes = position
@@ -272,6 +286,7 @@ class LogSegment:
         if indexes:
             self.offset_index.write(fsync=True)
             self.time_index.write(fsync=True)
+            self.txn_index.flush()
 
     def close(self, *, flush: bool = True) -> None:
         """Close the file; with `flush`, first seal and make the segment and its indexes durable."""
@@ -286,6 +301,7 @@ class LogSegment:
         self.log_path.unlink(missing_ok=True)
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
 
     def delete_indexes(self) -> None:
         self.offset_index.delete()

@@ -2,7 +2,8 @@
 
 A fetch asks each partition's driver for a plan (which offsets it may read; a
 follower's fetch also reports its position, which may move the HW), then reads
-whole batches from the log. With nothing to answer it long-polls: it is woken
+whole batches from the log (a read_committed consumer's below the last stable
+offset, with the aborted transactions of the range from the `.txnindex`). With nothing to answer it long-polls: it is woken
 by appends, HW moves and role changes of the partitions it reads, never by a
 sleep loop, and then plans again only those. A follower's fetch may belong to a
 fetch session (replog.core.fetch_session): then the session says which
@@ -16,6 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from dataclasses import replace
 from typing import NamedTuple
 
 from replog.api.broker.v1 import broker_pb2
@@ -39,6 +41,10 @@ log = logging.getLogger("replog.broker")
 FETCH_WAIT_MS_MAX = 30_000
 # Bounds the re-planning of one long-polling fetch: a wake-up per append of its partitions.
 FETCH_WAKEUPS_MAX = 10_000
+
+
+def reads_committed(isolation_level: int) -> bool:
+    return isolation_level == broker_pb2.ISOLATION_LEVEL_READ_COMMITTED
 
 
 def new_fetch_sessions() -> FetchSessionCache:
@@ -73,6 +79,8 @@ async def handle_fetch(partitions: Partitions, sessions: FetchSessionCache, requ
     if start.session is not None and start.full:
         log.info("fetch session %d opened for broker %d", start.session_id, request.replica_id)
     asked = start.requests(named, request.replica_id, request.replica_epoch, request.max_wait_ms)
+    if reads_committed(request.isolation_level):
+        asked = {key: replace(fetch, read_committed=True) for key, fetch in asked.items()}
     deadline = time.monotonic() + min(max(request.max_wait_ms, 0), FETCH_WAIT_MS_MAX) / 1000
     now = now_ms()
     plans = [_plan(partitions, key, fetch, now) for key, fetch in asked.items()]
@@ -105,7 +113,7 @@ def _respond(request: broker_pb2.FetchRequest, plans: list[Planned], start: Sess
     response.session_id = start.session_id
     budget = request.max_bytes if request.max_bytes > 0 else 1 << 30
     topics: dict[str, broker_pb2.FetchTopicResponse] = {}
-    for key, driver, _, plan, _ in plans:
+    for key, driver, fetch, plan, _ in plans:
         records = b""
         error, error_message = plan.error, plan.error.name if plan.error != ErrorCode.NONE else ""
         if driver is not None and budget > 0:
@@ -120,7 +128,10 @@ def _respond(request: broker_pb2.FetchRequest, plans: list[Planned], start: Sess
         topic_response = topics.get(key.topic)
         if topic_response is None:
             topic_response = topics[key.topic] = response.topics.add(topic=key.topic)
-        add_fetch_partition(topic_response, key.partition, plan, error, error_message, records)
+        aborted = ()
+        if records and fetch is not None and fetch.read_committed:
+            aborted = driver.log.aborted_transactions(plan.read_offset, plan.max_offset)
+        add_fetch_partition(topic_response, key.partition, plan, error, error_message, records, aborted)
         if records:
             budget -= len(records)
             metrics.BYTES_OUT.labels(key.topic).inc(len(records))
@@ -148,7 +159,8 @@ def handle_list_offsets(partitions: Partitions, request: broker_pb2.ListOffsetsR
                 result.error_code, result.error_message = int(error), error.name
                 continue
             fill_listed_offset(result, driver.list_offsets(asked.current_leader_epoch, asked.timestamp_ms,
-                                                           driver.log.offset_for_timestamp))
+                                                           driver.log.offset_for_timestamp,
+                                                           read_committed=reads_committed(request.isolation_level)))
     return response
 
 

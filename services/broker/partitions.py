@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 
 from replog.broker import metrics
 from replog.broker.checkpoints import write_snapshots
@@ -26,6 +26,7 @@ from replog.broker.waiters import FetchWaiters, ProduceWaiters
 from replog.core.errors import ErrorCode
 from replog.core.messages import CompleteProduce, IsrChanged, LogOp, PartitionState, ProposeIsr, SendFetch
 from replog.core.partition_driver import LogOpFailed, PartitionDriver
+from replog.core.producer_state import ProducerAppend
 from replog.core.replica import Role
 from replog.core.topic_partition import TopicPartition
 from replog.rpc import logs
@@ -36,6 +37,12 @@ CHECKPOINT_INTERVAL_S = 5.0
 GAUGE_INTERVAL_S = 1.0
 
 __all__ = ["Partitions", "TopicSettings", "now_ms"]
+
+VerifyTransaction = Callable[[str, ProducerAppend, TopicPartition], Awaitable[ErrorCode]]
+
+
+async def _accept_unverified(transactional_id: str, producer: ProducerAppend, key: TopicPartition) -> ErrorCode:
+    return ErrorCode.NONE
 
 
 class Partitions:
@@ -59,6 +66,10 @@ class Partitions:
         self.controller_epoch = 0
         self.metadata = MetadataCache()
         self.produce_waiters = ProduceWaiters()
+        # Asks a transactional id's coordinator whether a partition is in the producer's ongoing
+        # transaction (AddPartitionsToTxn, verify-only); the service sets it once it can reach one.
+        self.verify_transaction: VerifyTransaction = _accept_unverified
+        self.verifications: dict[tuple[TopicPartition, int, int], asyncio.Future[ErrorCode]] = {}
         self.fetch_waiters = FetchWaiters()
         self._checkpointing: asyncio.Task[None] | None = None
         self._ticker = Ticker(self._tick, [

@@ -6,23 +6,35 @@ batch is refused with a reason before the core sees it; the bytes then go to
 the log untouched except for the header fields the leader stamps. What is
 answered and when is the core's to say: it tells whether a CompleteProduce
 follows (never for acks=0) and answers REQUEST_TIMED_OUT itself at the
-request's timeout.
+request's timeout. A transaction's first batch on a partition waits for its
+coordinator's verification first (KIP-890); WriteTxnMarkers appends the
+coordinator's markers through the same path.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, replace
 
 from replog.api.broker.v1 import broker_pb2
 from replog.broker import metrics
 from replog.broker.partitions import Partitions, now_ms
+from replog.broker.replicas import wall_ms
 from replog.core.errors import ErrorCode
 from replog.core.leader import check_acks
-from replog.core.messages import CompleteProduce, ProduceRequest
+from replog.core.messages import ACKS_ALL, CompleteProduce, ProduceRequest
+from replog.core.partition_driver import PartitionDriver
 from replog.core.topic_partition import TopicPartition
+from replog.core.txn.markers import TxnMarker
 from replog.protocol.batch import validate_batches
+from replog.protocol.control import marker_batch
 from replog.rpc.broker_convert import fill_produce_partition, producer_append
+
+log = logging.getLogger("replog.broker")
+
+# How long a marker waits for the ISR before the coordinator hears REQUEST_TIMED_OUT and sends it again.
+MARKER_TIMEOUT_MS = 30_000
 
 
 @dataclass
@@ -93,20 +105,90 @@ def _append(
     if isinstance(producer, str):
         fill_produce_partition(result, ErrorCode.INVALID_RECORD, producer)
         return None
-    waiters = partitions.produce_waiters
-    request_id = waiters.new_request_id()
-    waiter = waiters.wait(request_id)
-    answered = driver.produce(
-        ProduceRequest(request_id, bytearray(data.records), record_count, request.acks, request.timeout_ms,
-                       data.current_leader_epoch, producer),
-        now,
-    )
+    produce = ProduceRequest(0, bytearray(data.records), record_count, request.acks, request.timeout_ms,
+                             data.current_leader_epoch, producer)
     metrics.BYTES_IN.labels(key.topic).inc(len(data.records))
     metrics.MESSAGES_IN.labels(key.topic).inc(record_count)
     result.log_start_offset = driver.log.log_start_offset
-    if not answered:
+    if producer is not None and driver.is_leader and driver.replica.needs_verification(producer):
+        if not request.HasField("transactional_id"):
+            fill_produce_partition(result, ErrorCode.INVALID_TXN_STATE,
+                                   "a transactional batch comes with its producer's transactional id")
+            return None
+        return asyncio.ensure_future(_verify_then_append(partitions, driver, request.transactional_id, produce))
+    return _submit(partitions, driver, produce, now, result)
+
+
+def _submit(partitions: Partitions, driver: PartitionDriver, produce: ProduceRequest, now: int,
+            result: broker_pb2.ProducePartitionResponse | None = None) -> asyncio.Future[CompleteProduce] | None:
+    """Hand a request to the partition's driver; the future of its answer, None for acks=0."""
+    waiters = partitions.produce_waiters
+    request_id = waiters.new_request_id()
+    waiter = waiters.wait(request_id)
+    if not driver.produce(replace(produce, request_id=request_id), now):
         # acks=0: nobody reads the answer (Kafka sends none); ours says only what validation found.
         waiters.forget(request_id)
-        fill_produce_partition(result, ErrorCode.NONE)
+        if result is not None:
+            fill_produce_partition(result, ErrorCode.NONE)
         return None
     return waiter
+
+
+async def _verify_then_append(partitions: Partitions, driver: PartitionDriver, transactional_id: str,
+                              produce: ProduceRequest) -> CompleteProduce:
+    """KIP-890: the first batch of a transaction on a partition is appended only once its coordinator
+    says the partition is in the producer's ongoing transaction; no late write opens a transaction no
+    marker will close. Batches of the same producer arriving meanwhile wait for the same answer, and
+    are appended in the order they came."""
+    producer = produce.producer
+    asking = (driver.topic_partition, producer.producer_id, producer.producer_epoch)
+    verification = partitions.verifications.get(asking)
+    if verification is None:
+        verification = asyncio.ensure_future(
+            partitions.verify_transaction(transactional_id, producer, driver.topic_partition))
+        partitions.verifications[asking] = verification
+        verification.add_done_callback(lambda _: partitions.verifications.pop(asking, None))
+    error = await asyncio.shield(verification)
+    if error != ErrorCode.NONE:
+        log.info("%s: transactional id %r (producer %d epoch %d) not verified: %s", driver.name, transactional_id,
+                 producer.producer_id, producer.producer_epoch, error.name)
+        return CompleteProduce(produce.request_id, error)
+    if driver.is_leader:
+        driver.replica.verified(producer, now_ms())
+    waiter = _submit(partitions, driver, produce, now_ms())
+    if waiter is None:
+        return CompleteProduce(produce.request_id, ErrorCode.NONE)
+    return await waiter
+
+
+async def handle_write_txn_markers(partitions: Partitions,
+                                   request: broker_pb2.WriteTxnMarkersRequest) -> broker_pb2.WriteTxnMarkersResponse:
+    """Append each marker to the partitions it names that this broker leads, acks=all, and answer
+    once every one is replicated or refused."""
+    response = broker_pb2.WriteTxnMarkersResponse()
+    waits = []
+    now = now_ms()
+    for asked in request.markers:
+        marker = TxnMarker(asked.producer_id, asked.producer_epoch, asked.coordinator_epoch, asked.committed)
+        marker_result = response.markers.add(producer_id=asked.producer_id)
+        for topic in asked.topics:
+            for partition in topic.partitions:
+                key = TopicPartition(topic.topic, partition)
+                result = marker_result.results.add(topic=topic.topic, partition=partition)
+                driver = partitions.by_name.get(key)
+                if driver is None:
+                    result.error_code = int(partitions.metadata.not_hosted(key))
+                    result.error_message = f"this broker hosts no replica of {key}"
+                    continue
+                batch = marker_batch(marker, timestamp_ms=wall_ms())
+                waiter = _submit(partitions, driver, ProduceRequest(0, bytearray(batch), 1, ACKS_ALL,
+                                                                    MARKER_TIMEOUT_MS, marker=marker), now)
+                waits.append((result, waiter, key, marker))
+    for result, waiter, key, marker in waits:
+        completion = await asyncio.shield(waiter)
+        result.error_code = int(completion.error)
+        if completion.error != ErrorCode.NONE:
+            result.error_message = completion.error.name
+        log.debug("%s: %s marker for producer %d epoch %d: %s", key, "COMMIT" if marker.commit else "ABORT",
+                  marker.producer_id, marker.producer_epoch, completion.error.name)
+    return response

@@ -91,6 +91,11 @@ class BrokerServiceStub:
                 request_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.UpdateMetadataRequest.SerializeToString,
                 response_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.UpdateMetadataResponse.FromString,
                 _registered_method=True)
+        self.WriteTxnMarkers = channel.unary_unary(
+                '/replog.api.broker.v1.BrokerService/WriteTxnMarkers',
+                request_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
+                response_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServiceServicer:
@@ -179,6 +184,15 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WriteTxnMarkers(self, request, context):
+        """Transaction coordinator to partition leaders: append the COMMIT or ABORT
+        markers that end producers' transactions (Kafka's WriteTxnMarkers).
+        Answered once each marker is replicated to the ISR (acks=all).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -226,6 +240,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.UpdateMetadata,
                     request_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.UpdateMetadataRequest.FromString,
                     response_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.UpdateMetadataResponse.SerializeToString,
+            ),
+            'WriteTxnMarkers': grpc.unary_unary_rpc_method_handler(
+                    servicer.WriteTxnMarkers,
+                    request_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.FromString,
+                    response_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -483,6 +502,33 @@ class BrokerService:
             '/replog.api.broker.v1.BrokerService/UpdateMetadata',
             replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.UpdateMetadataRequest.SerializeToString,
             replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.UpdateMetadataResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WriteTxnMarkers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/replog.api.broker.v1.BrokerService/WriteTxnMarkers',
+            replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
+            replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -110,6 +110,26 @@ class CoordinatorServiceStub:
                 request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.EndTxnRequest.SerializeToString,
                 response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.EndTxnResponse.FromString,
                 _registered_method=True)
+        self.AddOffsetsToTxn = channel.unary_unary(
+                '/replog.api.coordinator.v1.CoordinatorService/AddOffsetsToTxn',
+                request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.AddOffsetsToTxnRequest.SerializeToString,
+                response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.AddOffsetsToTxnResponse.FromString,
+                _registered_method=True)
+        self.TxnOffsetCommit = channel.unary_unary(
+                '/replog.api.coordinator.v1.CoordinatorService/TxnOffsetCommit',
+                request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.TxnOffsetCommitRequest.SerializeToString,
+                response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.TxnOffsetCommitResponse.FromString,
+                _registered_method=True)
+        self.ListTransactions = channel.unary_unary(
+                '/replog.api.coordinator.v1.CoordinatorService/ListTransactions',
+                request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.ListTransactionsRequest.SerializeToString,
+                response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.ListTransactionsResponse.FromString,
+                _registered_method=True)
+        self.DescribeTransactions = channel.unary_unary(
+                '/replog.api.coordinator.v1.CoordinatorService/DescribeTransactions',
+                request_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DescribeTransactionsRequest.SerializeToString,
+                response_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DescribeTransactionsResponse.FromString,
+                _registered_method=True)
 
 
 class CoordinatorServiceServicer:
@@ -215,6 +235,36 @@ class CoordinatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddOffsetsToTxn(self, request, context):
+        """Adds a group's offsets to the producer's open transaction, before
+        TxnOffsetCommit (sent to the transaction coordinator).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TxnOffsetCommit(self, request, context):
+        """Commits offsets in a transaction (sent to the group coordinator): they
+        become visible when the transaction commits, and vanish if it aborts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTransactions(self, request, context):
+        """Lists the transactional ids this coordinator manages.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeTransactions(self, request, context):
+        """Describes transactional ids: producer, state, partitions.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoordinatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -272,6 +322,26 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.EndTxn,
                     request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.EndTxnRequest.FromString,
                     response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.EndTxnResponse.SerializeToString,
+            ),
+            'AddOffsetsToTxn': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddOffsetsToTxn,
+                    request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.AddOffsetsToTxnRequest.FromString,
+                    response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.AddOffsetsToTxnResponse.SerializeToString,
+            ),
+            'TxnOffsetCommit': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnOffsetCommit,
+                    request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.TxnOffsetCommitRequest.FromString,
+                    response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.TxnOffsetCommitResponse.SerializeToString,
+            ),
+            'ListTransactions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTransactions,
+                    request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.ListTransactionsRequest.FromString,
+                    response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.ListTransactionsResponse.SerializeToString,
+            ),
+            'DescribeTransactions': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeTransactions,
+                    request_deserializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DescribeTransactionsRequest.FromString,
+                    response_serializer=replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DescribeTransactionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -592,6 +662,114 @@ class CoordinatorService:
             '/replog.api.coordinator.v1.CoordinatorService/EndTxn',
             replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.EndTxnRequest.SerializeToString,
             replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.EndTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddOffsetsToTxn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/replog.api.coordinator.v1.CoordinatorService/AddOffsetsToTxn',
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.AddOffsetsToTxnRequest.SerializeToString,
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.AddOffsetsToTxnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnOffsetCommit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/replog.api.coordinator.v1.CoordinatorService/TxnOffsetCommit',
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.TxnOffsetCommitRequest.SerializeToString,
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.TxnOffsetCommitResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTransactions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/replog.api.coordinator.v1.CoordinatorService/ListTransactions',
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.ListTransactionsRequest.SerializeToString,
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.ListTransactionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeTransactions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/replog.api.coordinator.v1.CoordinatorService/DescribeTransactions',
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DescribeTransactionsRequest.SerializeToString,
+            replog_dot_api_dot_coordinator_dot_v1_dot_coordinator__pb2.DescribeTransactionsResponse.FromString,
             options,
             channel_credentials,
             insecure,
