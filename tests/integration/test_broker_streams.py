@@ -19,11 +19,24 @@ TIMEOUT_S = 30.0
 
 
 def create_and_find_leader(admin, topic):
-    """A new topic of one partition, three replicas: its leader's address and epoch."""
+    """A new topic of one partition, three replicas: its leader's address and epoch, once the leader serves it.
+
+    The metadata service may name a leader before that broker has taken the leadership, so
+    the leader is asked until a fetch at offset 0 comes back without an error.
+    """
     admin.create_topics([NewTopic(topic, 1, 3)])
     metadata = admin.cluster()
     tp = TopicPartition(topic, 0)
-    return metadata.brokers[metadata.leader_of(tp)], metadata.leader_epoch_of(tp)
+    address, epoch = metadata.brokers[metadata.leader_of(tp)], metadata.leader_epoch_of(tp)
+    with grpc.insecure_channel(address) as channel:
+        fetch = broker_pb2_grpc.BrokerServiceStub(channel).Fetch
+
+        def serving() -> bool:
+            answer = fetch(fetch_message(topic, epoch, 0, max_wait_ms=0).request, timeout=TIMEOUT_S)
+            return answer.topics[0].partitions[0].error_code == 1  # ERROR_CODE_NONE
+
+        wait_for(serving, 10, f"the leader of {topic}-0 serving it")
+    return address, epoch
 
 
 def produce_message(topic, epoch, value, acks=-1):
@@ -89,7 +102,7 @@ def test_a_fetch_stream_long_polls_and_is_woken_by_an_append(admin):
             waiting = asyncio.ensure_future(fetches.request(fetch_message(topic, epoch, 0, max_wait_ms=20_000),
                                                             TIMEOUT_S))
             await asyncio.sleep(0.2)
-            assert not waiting.done(), "the fetch answered before there was anything to read"
+            assert not waiting.done(), f"the fetch answered before there was anything to read: {waiting.result()}"
             loop = asyncio.get_running_loop()
             sent = loop.time()
             await produces.request(produce_message(topic, epoch, b"wake"), TIMEOUT_S)
