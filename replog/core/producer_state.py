@@ -34,7 +34,9 @@ The leader's checks for transactions (KIP-890):
     the write                                        answer
     -----------------------------------------------  -------------------------------------------------
     a marker whose epoch is not above the producer's INVALID_PRODUCER_EPOCH (a marker of an ended
-                                                     transaction, or a retry of one already written)
+                                                     transaction, or a retry of one already committed)
+    the same marker again, not yet committed         a retry: answered with the first one's offset once
+                                                     the high watermark passes it (as a duplicate batch)
     a marker from an older coordinator epoch         TRANSACTION_COORDINATOR_FENCED
     a non-transactional batch, transaction open      INVALID_TXN_STATE
     a transactional batch opening a transaction      INVALID_TXN_STATE unless the coordinator verified
@@ -147,6 +149,7 @@ class _AppliedMarker:
     producer_id: int
     before: ProducerEntry | None  # the producer's entry before the marker
     completed: CompletedTxn | None
+    marker: TxnMarker | None = None
 
 
 # Transactional batches and markers, with their first and last offsets: what `replay` applies.
@@ -240,6 +243,12 @@ class ProducerStates:
         if entry is None:
             return APPEND
         if marker.producer_epoch <= entry.epoch:
+            pending = next((m for m in reversed(self._unstable_markers) if m.producer_id == marker.producer_id),
+                           None)
+            if pending is not None and pending.marker == marker:
+                # The coordinator asks again before the first copy is replicated: answering "there already"
+                # now would let it complete a transaction whose marker a leader change may still lose.
+                return Check(duplicate_of=CachedBatch(NO_SEQUENCE, NO_SEQUENCE, pending.offset, pending.offset))
             return Check(ErrorCode.INVALID_PRODUCER_EPOCH,
                          f"a marker for producer {marker.producer_id} carries epoch {marker.producer_epoch}, not "
                          f"above its epoch {entry.epoch} here: its transaction has ended already")
@@ -282,7 +291,7 @@ class ProducerStates:
         self._entries[marker.producer_id] = ProducerEntry(marker.producer_id, epoch, batches, timestamp_ms,
                                                           marker.coordinator_epoch, NO_OFFSET)
         self._verified.pop(marker.producer_id, None)
-        self._unstable_markers.append(_AppliedMarker(offset, marker.producer_id, before, completed))
+        self._unstable_markers.append(_AppliedMarker(offset, marker.producer_id, before, completed, marker))
         return completed
 
     def replay(self, items: Iterable[LogItem], timestamp_ms: int) -> list[CompletedTxn]:
