@@ -121,7 +121,9 @@ def test_a_retried_marker_not_yet_replicated_is_answered_as_a_retry_not_as_there
     marker_offset = p.log_end_offset - 1
     assert p.mark(A, 1, commit=True) == ErrorCode.NONE and p.retried_at == marker_offset
     assert p.log_end_offset == marker_offset + 1, "not appended twice"
-    assert p.mark(A, 1, commit=False) == ErrorCode.INVALID_PRODUCER_EPOCH, "not the same marker: refused"
+    assert p.mark(A, 1, commit=True, coordinator_epoch=1) == ErrorCode.NONE and p.retried_at == marker_offset, \
+        "the next coordinator resending the decision after a failover"
+    assert p.mark(A, 1, commit=False) == ErrorCode.INVALID_PRODUCER_EPOCH, "not the same decision: refused"
     p.replicate()
     assert p.mark(A, 1, commit=True) == ErrorCode.INVALID_PRODUCER_EPOCH, "committed: there already"
 
