@@ -14,10 +14,11 @@ from dataclasses import dataclass, replace
 from .errors import ErrorCode
 from .invariant import require
 from .messages import FetchPlan, FetchResponse
-from .producer_state import ProducerAppend, ProducerEntry
+from .producer_state import LogItem, ProducerEntry
 from .records import BatchInfo
 from .storage import AppendInfo, ReadResult
 from .txn.aborted import AbortedTxn, collect_aborted
+from .txn.markers import TxnMarker
 
 # Kafka's RecordBatch v2 header: what a batch costs on disk besides its records.
 BATCH_OVERHEAD_BYTES = 61
@@ -34,6 +35,9 @@ class MemoryBatch:
     producer_id: int = -1
     producer_epoch: int = -1
     base_sequence: int = -1
+    transactional: bool = False
+    # A control batch: the COMMIT or ABORT marker it carries (its one record is opaque here).
+    marker: TxnMarker | None = None
 
     @property
     def last_offset(self) -> int:
@@ -45,8 +49,10 @@ class MemoryBatch:
 
     @property
     def info(self) -> BatchInfo:
+        control = self.marker is not None
         return BatchInfo(self.base_offset, self.last_offset, self.leader_epoch, self.size_bytes, self.producer_id,
-                         self.producer_epoch, self.base_sequence)
+                         self.producer_epoch, self.base_sequence, self.transactional or control, control,
+                         self.marker)
 
 
 class MemoryLog:
@@ -170,11 +176,11 @@ class MemoryLog:
     def producer_snapshot(self) -> tuple[int, tuple[ProducerEntry, ...]]:
         return self._log_start_offset, ()
 
-    def producer_appends(self, from_offset: int) -> Iterator[tuple[ProducerAppend, int, int]]:
+    def producer_appends(self, from_offset: int) -> Iterator[LogItem]:
         for batch in self.batches_between(from_offset, self._log_end_offset):
-            append = batch.info.producer_append
-            if append is not None:
-                yield append, batch.base_offset, batch.last_offset
+            item = batch.marker or batch.info.producer_append
+            if item is not None:
+                yield item, batch.base_offset, batch.last_offset
 
     def write_producer_snapshot(self, offset: int, entries: Sequence[ProducerEntry]) -> None:
         pass
@@ -202,6 +208,8 @@ class MemoryLog:
             del self._batches[keep:]
             del self._base_offsets[keep:]
             self._log_end_offset = max(self._recovery_point, self._log_start_offset)
+            # The index entries of the lost markers go with them (recovery indexes the kept ones again).
+            self._aborted = [entry for entry in self._aborted if entry.last_offset < self._log_end_offset]
         return lost
 
 

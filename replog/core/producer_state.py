@@ -34,7 +34,9 @@ The leader's checks for transactions (KIP-890):
     the write                                        answer
     -----------------------------------------------  -------------------------------------------------
     a marker whose epoch is not above the producer's INVALID_PRODUCER_EPOCH (a marker of an ended
-                                                     transaction, or a retry of one already written)
+                                                     transaction, or a retry of one already committed)
+    the same decision again (from the same or a       a retry: answered with the first one's offset once
+    newer coordinator), the first not yet committed  the high watermark passes it (as a duplicate batch)
     a marker from an older coordinator epoch         TRANSACTION_COORDINATOR_FENCED
     a non-transactional batch, transaction open      INVALID_TXN_STATE
     a transactional batch opening a transaction      INVALID_TXN_STATE unless the coordinator verified
@@ -147,6 +149,7 @@ class _AppliedMarker:
     producer_id: int
     before: ProducerEntry | None  # the producer's entry before the marker
     completed: CompletedTxn | None
+    marker: TxnMarker | None = None
 
 
 # Transactional batches and markers, with their first and last offsets: what `replay` applies.
@@ -240,6 +243,13 @@ class ProducerStates:
         if entry is None:
             return APPEND
         if marker.producer_epoch <= entry.epoch:
+            pending = next((m for m in reversed(self._unstable_markers) if m.producer_id == marker.producer_id),
+                           None)
+            if pending is not None and _same_decision(pending.marker, marker):
+                # The coordinator (or the next one, after a failover) asks again before the first copy is
+                # replicated: answering "there already" now would let it complete a transaction whose
+                # marker a leader change may still lose.
+                return Check(duplicate_of=CachedBatch(NO_SEQUENCE, NO_SEQUENCE, pending.offset, pending.offset))
             return Check(ErrorCode.INVALID_PRODUCER_EPOCH,
                          f"a marker for producer {marker.producer_id} carries epoch {marker.producer_epoch}, not "
                          f"above its epoch {entry.epoch} here: its transaction has ended already")
@@ -282,7 +292,7 @@ class ProducerStates:
         self._entries[marker.producer_id] = ProducerEntry(marker.producer_id, epoch, batches, timestamp_ms,
                                                           marker.coordinator_epoch, NO_OFFSET)
         self._verified.pop(marker.producer_id, None)
-        self._unstable_markers.append(_AppliedMarker(offset, marker.producer_id, before, completed))
+        self._unstable_markers.append(_AppliedMarker(offset, marker.producer_id, before, completed, marker))
         return completed
 
     def replay(self, items: Iterable[LogItem], timestamp_ms: int) -> list[CompletedTxn]:
@@ -352,6 +362,12 @@ class ProducerStates:
             del self._entries[producer_id]
         self._verified = {pid: v for pid, v in self._verified.items() if now_ms - v[1] <= expiration_ms}
         return expired
+
+
+def _same_decision(written: TxnMarker | None, asked: TxnMarker) -> bool:
+    """Whether `asked` carries the decision of the marker written (a retry, maybe by a newer coordinator)."""
+    return (written is not None and (written.producer_epoch, written.commit) == (asked.producer_epoch, asked.commit)
+            and asked.coordinator_epoch >= written.coordinator_epoch)
 
 
 def rebuild(snapshot: Iterable[ProducerEntry], appends: Iterable[LogItem], now_ms: int) -> tuple[ProducerEntry, ...]:

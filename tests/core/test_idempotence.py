@@ -164,3 +164,14 @@ def test_retries_in_any_number_append_each_batch_once_in_order(batches):
         sequence = next_sequence(last_sequence(sequence, count))
     logged = [record for b in leader.log.batches for record in b.records]
     assert logged == [record for request in sent for b in request.records for record in b.records]
+
+
+@pytest.mark.xfail(strict=True, reason="known bug, found by the simulator (transaction seed 263 of 1000): a "
+                   "truncation that drops every cached batch of a producer leaves it unable to continue; the "
+                   "entry should be rebuilt from the log below the truncation, as Kafka does")
+def test_a_truncation_that_drops_every_cached_batch_still_takes_the_producers_next_sequence():
+    states = ProducerStates()
+    for sequence in range(10):
+        states.update(batch(sequence), sequence, sequence, 0)
+    states.truncate(5)  # a follower drops the last five batches, which were not committed
+    assert states.check(batch(5)).error == ErrorCode.NONE, "the log still holds sequences 0..4"

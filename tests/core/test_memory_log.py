@@ -5,8 +5,11 @@ import pytest
 from replog.core.errors import ErrorCode
 from replog.core.invariant import InvariantViolation
 from replog.core.log import MemoryBatch, MemoryLog
-from replog.core.partition_driver import LogOpFailed, apply_log_op
 from replog.core.messages import AppendAsFollower, AppendAsLeader, TruncateTo
+from replog.core.partition_driver import LogOpFailed, apply_log_op
+from replog.core.producer_state import rebuild_with_completed
+from replog.core.txn.aborted import AbortedTxn
+from replog.core.txn.markers import TxnMarker
 
 
 def batch(*records: bytes) -> MemoryBatch:
@@ -67,3 +70,30 @@ def test_applying_a_log_op_checks_the_log_agrees_with_the_core():
         apply_log_op(log, AppendAsFollower((follower_batch,), (follower_batch.info,)), 0)
     apply_log_op(log, TruncateTo(0), 0)
     assert log.log_end_offset == 0
+
+
+def test_markers_and_transactional_batches_are_what_recovery_replays():
+    log = MemoryLog()
+    marker = TxnMarker(producer_id=7, producer_epoch=1, coordinator_epoch=3, commit=False)
+    log.append_as_leader([MemoryBatch((b"t",), producer_id=7, producer_epoch=0, base_sequence=0, transactional=True),
+                          MemoryBatch((b"abort",), producer_id=7, producer_epoch=1, marker=marker)], 1, 0)
+    first, control = (batch.info for batch in log.batches)
+    assert (first.transactional, first.control, control.control, control.marker) == (True, False, True, marker)
+    assert [(type(item).__name__, start) for item, start, _ in log.producer_appends(0)] == [
+        ("ProducerAppend", 0), ("TxnMarker", 1)]
+    producers, completed = rebuild_with_completed((), log.producer_appends(0), 0)
+    assert [txn.aborted_txn() for txn in completed] == [AbortedTxn(7, 0, 1, 2)]
+    assert producers[0].epoch == 1 and not producers[0].in_transaction
+
+
+def test_a_crash_drops_the_aborted_index_entries_of_the_markers_it_lost():
+    log = filled(1)
+    log.flush()
+    log.append_as_leader([batch(b"marker")], 1, 0)
+    log.index_aborted([AbortedTxn(7, 0, 1, 2)])
+    assert log.aborted_transactions(0, 2) == [AbortedTxn(7, 0, 1, 2)]
+    log.crash()
+    assert log.aborted_transactions(0, 2) == []
+    log.append_as_leader([batch(b"another marker")], 2, 0)
+    log.index_aborted([AbortedTxn(8, 0, 1, 2)])
+    assert log.aborted_transactions(0, 2) == [AbortedTxn(8, 0, 1, 2)]

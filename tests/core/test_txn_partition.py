@@ -2,13 +2,19 @@
 marker closes it; the last stable offset stays below every open transaction and every marker the high
 watermark has not passed; aborts are indexed; writes and markers of ended transactions are refused."""
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replog.core.errors import ErrorCode
+from replog.core.log import MemoryBatch
+from replog.core.messages import ACKS_ALL, ProduceRequest
 from replog.core.producer_state import ProducerAppend, ProducerEntry, ProducerStates, last_sequence, rebuild
 from replog.core.txn.aborted import AbortedTxn
 from replog.core.txn.markers import TxnMarker
+
+from .harness import Node, catch_up, partition_state
 
 A, B = 7, 8
 
@@ -43,7 +49,8 @@ class Partition:
     def mark(self, pid: int, epoch: int, commit: bool, coordinator_epoch: int = 0) -> ErrorCode:
         marker = TxnMarker(pid, epoch, coordinator_epoch, commit)
         check = self.states.check_marker(marker)
-        if check.error != ErrorCode.NONE:
+        if check.error != ErrorCode.NONE or check.duplicate_of is not None:
+            self.retried_at = None if check.duplicate_of is None else check.duplicate_of.first_offset
             return check.error
         done = self.states.complete(marker, self.log_end_offset, 0)
         if done is not None:
@@ -103,6 +110,22 @@ def test_a_marker_of_an_ended_transaction_arriving_late_cannot_end_the_next_one(
     p.write(A, 1)
     assert p.mark(A, 1, commit=False) == ErrorCode.INVALID_PRODUCER_EPOCH, "the delayed one, or a retry"
     assert p.states.get(A).in_transaction and len(p.completed) == 1
+
+
+def test_a_retried_marker_not_yet_replicated_is_answered_as_a_retry_not_as_there_already():
+    """Answering INVALID_PRODUCER_EPOCH ("written") before the first copy is committed would let the
+    coordinator complete a transaction whose marker a leader change then loses (the simulator found it)."""
+    p = Partition()
+    p.write(A, 0)
+    assert p.mark(A, 1, commit=True) == ErrorCode.NONE
+    marker_offset = p.log_end_offset - 1
+    assert p.mark(A, 1, commit=True) == ErrorCode.NONE and p.retried_at == marker_offset
+    assert p.log_end_offset == marker_offset + 1, "not appended twice"
+    assert p.mark(A, 1, commit=True, coordinator_epoch=1) == ErrorCode.NONE and p.retried_at == marker_offset, \
+        "the next coordinator resending the decision after a failover"
+    assert p.mark(A, 1, commit=False) == ErrorCode.INVALID_PRODUCER_EPOCH, "not the same decision: refused"
+    p.replicate()
+    assert p.mark(A, 1, commit=True) == ErrorCode.INVALID_PRODUCER_EPOCH, "committed: there already"
 
 
 def test_a_marker_from_a_stale_coordinator_is_refused():
@@ -214,3 +237,23 @@ def test_the_lso_never_passes_an_open_transactions_first_offset_nor_the_high_wat
             assert lso <= first_offset
         # The same state follows from the log alone.
         assert ProducerStates(rebuild((), p.items, 0)).open_transactions() == p.states.open_transactions()
+
+
+def test_a_leader_answers_a_retried_marker_only_once_the_first_copy_is_committed():
+    leader, follower = Node(1), Node(2)
+    state = partition_state(leader=1, isr=(1, 2), replicas=(1, 2))
+    for node in (leader, follower):
+        node.replica.handle_leader_and_isr(state, 0)
+    leader.apply()
+    marker = TxnMarker(A, 1, 0, commit=True)
+    request = ProduceRequest("marker", (MemoryBatch((b"commit",), producer_id=A, producer_epoch=1, marker=marker),),
+                             1, ACKS_ALL, 1_000, marker=marker)
+    leader.replica.handle_produce(request, 0)
+    leader.apply()
+    leader.replica.handle_produce(replace(request, request_id="marker-again"), 1)
+    retry = leader.apply()
+    assert retry.log_ops == () and retry.completions == (), "not committed yet: the retry waits"
+    catch_up(follower, leader, 2)
+    assert sorted((c.request_id, c.error, c.base_offset) for c in leader.completions) == [
+        ("marker", ErrorCode.NONE, 0), ("marker-again", ErrorCode.NONE, 0)]
+    assert leader.log.log_end_offset == 1

@@ -1,5 +1,6 @@
 """Simulated producers and consumers, which find the leader from the controller's
-registration (the metadata service) and talk to it over the simulated network."""
+registration (the metadata service) and talk to it over the simulated network.
+Each works on one partition. The idempotent and transactional producers are in txn.py."""
 
 from collections import deque
 from dataclasses import dataclass
@@ -8,11 +9,28 @@ from typing import TYPE_CHECKING
 from replog.core.errors import ErrorCode
 from replog.core.log import MemoryBatch
 from replog.core.messages import ACKS_ALL, CONSUMER_REPLICA_ID, NO_LEADER, FetchRequest, ProduceRequest
+from replog.core.txn.read_committed import FetchedBatch, read_committed
 
 from .wire import Fetch, FetchReply, Produce, ProduceReply
 
 if TYPE_CHECKING:
     from .simulation import Simulation
+
+
+@dataclass(frozen=True)
+class Record:
+    """A record as a read_committed consumer's rule takes it: its offset and value."""
+
+    offset: int
+    value: bytes
+
+
+def fetched_batch(batch: MemoryBatch) -> FetchedBatch:
+    """What the read_committed rule needs of a batch (replog.protocol.control.fetched_batch for the wire)."""
+    control = batch.marker.control_type if batch.marker is not None else None
+    records = tuple(Record(batch.base_offset + i, value) for i, value in enumerate(batch.records))
+    return FetchedBatch(batch.base_offset, batch.last_offset, batch.producer_id,
+                        batch.transactional or control is not None, control, records)
 
 
 @dataclass(frozen=True)
@@ -39,9 +57,11 @@ class Producer:
         request_timeout_ms: int,
         in_flight_max: int = 5,
         automatic: bool = True,
+        partition: int = 0,
     ) -> None:
         self.sim = sim
         self.address = address
+        self.partition = partition
         self.up = True
         # An automatic producer writes a new record every interval_ms; a scripted
         # one only on send(). Either retries until `active` is turned off.
@@ -56,7 +76,7 @@ class Producer:
         self._in_flight: dict[tuple, tuple[bytes, int]] = {}
         self._next_request = 0
         self._next_payload = 0
-        sim.schedule(sim.rng.randint(0, interval_ms), self._tick)
+        sim.schedule(sim.now_ms + sim.rng.randint(0, interval_ms), self._tick)
 
     @property
     def idle(self) -> bool:
@@ -87,7 +107,7 @@ class Producer:
 
     def _send(self, payload: bytes, acks: int | None = None) -> None:
         sim = self.sim
-        state = sim.controller.state
+        state = sim.controller.states[self.partition]
         if state.leader == NO_LEADER:
             self._retry.appendleft(payload)
             return
@@ -104,7 +124,7 @@ class Producer:
             current_leader_epoch=state.leader_epoch,
         )
         self._in_flight[request_id] = (payload, sim.now_ms)
-        sim.network.send(self.address, state.leader, Produce(request), sim.now_ms)
+        sim.network.send(self.address, state.leader, Produce(request, self.partition), sim.now_ms)
 
     def receive(self, source: object, message: object) -> None:
         if not isinstance(message, ProduceReply):
@@ -121,13 +141,20 @@ class Producer:
 
 
 class Consumer:
-    """Reads the partition from offset 0, validating its position by leader epoch (KIP-320)."""
+    """Reads the partition from offset 0, validating its position by leader epoch (KIP-320).
+
+    A read_committed consumer reads up to the last stable offset and keeps the records the core's
+    rule (replog.core.txn.read_committed) gives the application, in `visible`."""
 
     def __init__(
-        self, sim: "Simulation", address: str, *, interval_ms: int, max_wait_ms: int, validate_epochs: bool = True
+        self, sim: "Simulation", address: str, *, interval_ms: int, max_wait_ms: int, validate_epochs: bool = True,
+        partition: int = 0, read_committed: bool = False,
     ) -> None:
         self.sim = sim
         self.address = address
+        self.partition = partition
+        self.read_committed = read_committed
+        self.visible: list[Record] = []
         self.up = True
         self.interval_ms = interval_ms
         self.max_wait_ms = max_wait_ms
@@ -144,7 +171,7 @@ class Consumer:
         self.truncations: list[tuple[int, int]] = []
         self._in_flight: tuple[int, int] | None = None
         self._last_fetch_id = 0
-        sim.schedule(sim.rng.randint(0, interval_ms), self._tick)
+        sim.schedule(sim.now_ms + sim.rng.randint(0, interval_ms), self._tick)
 
     def _tick(self) -> None:
         sim = self.sim
@@ -156,7 +183,7 @@ class Consumer:
 
     def _fetch(self) -> None:
         sim = self.sim
-        state = sim.controller.state
+        state = sim.controller.states[self.partition]
         if state.leader == NO_LEADER:
             return
         self._last_fetch_id += 1
@@ -167,9 +194,11 @@ class Consumer:
             last_fetched_epoch=self.last_fetched_epoch if self.validate_epochs else -1,
             current_leader_epoch=state.leader_epoch,
             max_wait_ms=self.max_wait_ms,
+            read_committed=self.read_committed,
         )
         self._in_flight = (self._last_fetch_id, sim.now_ms)
-        sim.network.send(self.address, state.leader, Fetch(self._last_fetch_id, request), sim.now_ms)
+        fetch = Fetch(self._last_fetch_id, request, partition=self.partition)
+        sim.network.send(self.address, state.leader, fetch, sim.now_ms)
 
     def receive(self, source: object, message: object) -> None:
         if not isinstance(message, FetchReply):
@@ -183,14 +212,21 @@ class Consumer:
         if response.diverging_epoch is not None:
             diverging = response.diverging_epoch
             self.truncations.append((self.position, diverging.end_offset))
-            self.sim.checker.on_consumer_truncation(self, diverging)
+            self.sim.checkers[self.partition].on_consumer_truncation(self, diverging)
             self.position = diverging.end_offset
             self.last_fetched_epoch = diverging.epoch
+        checker = self.sim.checkers[self.partition]
         for batch in response.records or ():
-            self.sim.checker.on_consume(self, batch)
+            checker.on_consume(self, batch)
             self.records[batch.base_offset] = batch
             self.consumed_offsets.append(batch.base_offset)
             self.position = batch.last_offset + 1
             self.last_fetched_epoch = batch.leader_epoch
+        if self.read_committed and response.records:
+            visible = read_committed((fetched_batch(b) for b in response.records),
+                                     ((a.producer_id, a.first_offset) for a in message.aborted),
+                                     message.last_stable_offset)
+            self.sim.txn_checker.on_read_committed(self, visible, message.last_stable_offset)
+            self.visible += visible
         if response.records and self.active:
             self._fetch()

@@ -3,6 +3,9 @@
     pytest tests/sim -k seed --sim-seed 1234     replay seed 1234 alone
     REPLOG_SIM_SEED=1234 pytest tests/sim -k seed  the same, from the environment
     REPLOG_SIM_SEEDS=5000 pytest tests/sim -k seed  seeds 0..4999 instead of the default
+
+The transaction runs (`test_txn_seed`, fixture `sim_txn_seed`) take the same options; by
+default they run seeds 0..DEFAULT_TXN_SEED_COUNT-1.
 """
 
 import os
@@ -10,6 +13,7 @@ import os
 import pytest
 
 DEFAULT_SEED_COUNT = 600
+DEFAULT_TXN_SEED_COUNT = 200
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -31,11 +35,12 @@ def _option(config: pytest.Config, name: str, variable: str) -> int | None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "sim_seed" not in metafunc.fixturenames:
-        return
-    seed = _option(metafunc.config, "sim_seed", "REPLOG_SIM_SEED")
-    if seed is not None:
-        seeds = [seed]
-    else:
-        seeds = list(range(_option(metafunc.config, "sim_seeds", "REPLOG_SIM_SEEDS") or DEFAULT_SEED_COUNT))
-    metafunc.parametrize("sim_seed", seeds, ids=[f"seed={seed}" for seed in seeds])
+    for name, default in (("sim_seed", DEFAULT_SEED_COUNT), ("sim_txn_seed", DEFAULT_TXN_SEED_COUNT)):
+        if name not in metafunc.fixturenames:
+            continue
+        seed = _option(metafunc.config, "sim_seed", "REPLOG_SIM_SEED")
+        if seed is not None:
+            seeds = [seed]
+        else:
+            seeds = list(range(_option(metafunc.config, "sim_seeds", "REPLOG_SIM_SEEDS") or default))
+        metafunc.parametrize(name, seeds, ids=[f"seed={seed}" for seed in seeds])

@@ -11,6 +11,9 @@ they arrive).
 One difference from the real controller: a simulated broker keeps running
 after its controlled shutdown (the scenarios use one to move leadership at
 once), so the broker is marked as shutting down for that decision only.
+
+With several partitions, partition p's replica list is the brokers rotated by
+p, so that their first leaders differ.
 """
 
 from typing import TYPE_CHECKING
@@ -22,21 +25,22 @@ from replog.core.isr_judgement import judge_isr_proposal
 from replog.core.messages import AlterPartitionRequest, AlterPartitionResponse, PartitionState
 from replog.core.outcome import Outcome
 from replog.core.partition_change import PartitionChange, reconcile_partition, shut_down_replica
-from replog.core.topic_partition import TopicPartition
 
+from .broker import topic_partition
 from .wire import CONTROLLER, AlterPartition, AlterPartitionReply, LeaderAndIsr
 
 if TYPE_CHECKING:
     from .simulation import Simulation
 
-PARTITION = TopicPartition("simulated", 0)
 
 
 class ControllerNode:
-    def __init__(self, sim: "Simulation", replicas: tuple[int, ...], *, unclean: bool, resend_ms: int) -> None:
+    def __init__(self, sim: "Simulation", replicas: tuple[int, ...], *, unclean: bool, resend_ms: int,
+                 partitions: int = 1) -> None:
         self.sim = sim
         self.up = True
-        self.state: PartitionState = initial_state(replicas)
+        self.states: list[PartitionState] = [
+            initial_state(replicas[p % len(replicas):] + replicas[:p % len(replicas)]) for p in range(partitions)]
         self.live: dict[int, int] = {}
         self.unclean = unclean
         self.resend_ms = resend_ms
@@ -47,6 +51,11 @@ class ControllerNode:
         self.acting = False
         sim.schedule(0, self._take_over)
         sim.schedule(resend_ms, self._resend)
+
+    @property
+    def state(self) -> PartitionState:
+        """Partition 0's state (the only one in a one-partition run)."""
+        return self.states[0]
 
     def _take_over(self) -> None:
         """As the real controller on winning its election: the reconcile pass, then every live broker
@@ -73,35 +82,41 @@ class ControllerNode:
     def controlled_shutdown(self, broker: int) -> None:
         """Move leadership (and ISR membership) away from `broker` now."""
         image = ClusterImage(self.live, shutting_down={broker})
-        self._commit(shut_down_replica(PARTITION, self.state, broker, image))
+        for partition, state in enumerate(self.states):
+            self._commit(partition, shut_down_replica(topic_partition(partition), state, broker, image))
 
     def receive(self, source: object, message: object) -> None:
         if not isinstance(message, AlterPartition):
             raise TypeError(f"controller got {message!r}")
-        outcome, change = judge_isr_proposal(PARTITION, self.state, message.request, ClusterImage(self.live))
+        partition = message.partition
+        outcome, change = judge_isr_proposal(topic_partition(partition), self.states[partition], message.request,
+                                             ClusterImage(self.live))
         if outcome.error != ErrorCode.NONE:
             self.refusals.append((message.request, outcome))
-        self._commit(change)
-        reply = AlterPartitionReply(message.proposal_id, AlterPartitionResponse(outcome.error, self.state),
-                                    message.caller)
+        self._commit(partition, change)
+        reply = AlterPartitionReply(message.proposal_id, AlterPartitionResponse(outcome.error, self.states[partition]),
+                                    message.caller, partition)
         self.sim.network.send(CONTROLLER, source, reply, self.sim.now_ms)
 
     def _reconcile(self) -> None:
         image = ClusterImage(self.live)
-        self._commit(reconcile_partition(PARTITION, self.state, image, unclean_allowed=self.unclean))
+        for partition, state in enumerate(self.states):
+            self._commit(partition, reconcile_partition(topic_partition(partition), state, image,
+                                                        unclean_allowed=self.unclean))
 
-    def _commit(self, change: PartitionChange | None) -> None:
+    def _commit(self, partition: int, change: PartitionChange | None) -> None:
         if change is None:
             return
-        old, self.state = self.state, change.after
+        old, self.states[partition] = self.states[partition], change.after
         self.unclean_elections += change.unclean
-        self.sim.on_controller_change(old, self.state, change.unclean)
+        self.sim.on_controller_change(partition, old, change.after, change.unclean)
         for broker in self.live:
-            self._send(broker)
+            self._send(broker, partition)
 
-    def _send(self, broker: int) -> None:
-        message = LeaderAndIsr(self.state, self.live[broker])
-        self.sim.network.send(CONTROLLER, broker, message, self.sim.now_ms)
+    def _send(self, broker: int, partition: int | None = None) -> None:
+        for p in range(len(self.states)) if partition is None else (partition,):
+            message = LeaderAndIsr(self.states[p], self.live[broker], p)
+            self.sim.network.send(CONTROLLER, broker, message, self.sim.now_ms)
 
     def _resend(self) -> None:
         self.sim.schedule(self.sim.now_ms + self.resend_ms, self._resend)

@@ -3,7 +3,8 @@
 Every choice comes from the simulation's seeded random generator, so a seed
 replays the same deliveries. A message is lost if its two ends are on
 different sides of a partition when it is sent or when it would arrive, or if
-its receiver is down by then.
+its receiver is down by then. A few messages may also be held back for long
+(`long_delay_rate`): the delayed writes and markers transactions must survive.
 """
 
 from collections.abc import Hashable, Iterable
@@ -26,13 +27,19 @@ class NetworkFaults:
     duplicate_rate: float = 0.0
     delay_ms_min: int = 1
     delay_ms_max: int = 5
+    # Of the messages the network's `delayable` picks, this share arrives up to long_delay_ms_max later.
+    long_delay_rate: float = 0.0
+    long_delay_ms_max: int = 0
 
 
 class Network:
-    def __init__(self, rng: Random, schedule: Callable[..., None], faults: NetworkFaults = NetworkFaults()) -> None:
+    def __init__(self, rng: Random, schedule: Callable[..., None], faults: NetworkFaults = NetworkFaults(),
+                 delayable: Callable[[Any], bool] = lambda message: True) -> None:
         self._rng = rng
         self._schedule = schedule
         self.faults = faults
+        self._delayable = delayable
+        self.long_delays = 0
         self._receivers: dict[Address, Receiver] = {}
         self._side: dict[Address, int] = {}
         self.sent_count = 0
@@ -65,6 +72,9 @@ class Network:
             if faults.drop_rate and self._rng.random() < faults.drop_rate:
                 continue
             delay_ms = self._rng.randint(faults.delay_ms_min, faults.delay_ms_max)
+            if faults.long_delay_rate and self._delayable(message) and self._rng.random() < faults.long_delay_rate:
+                delay_ms += self._rng.randint(0, faults.long_delay_ms_max)
+                self.long_delays += 1
             self._schedule(now_ms + delay_ms, self._deliver, source, destination, message)
 
     def _deliver(self, source: Address, destination: Address, message: Any) -> None:

@@ -1,4 +1,4 @@
-"""A seeded, single-threaded simulation of one partition's cluster.
+"""A seeded, single-threaded simulation of a cluster serving one topic (one partition unless told).
 
 Several brokers' cores, the controller, producers and consumers exchange
 messages over a `Network` that drops, delays, reorders, duplicates and
@@ -6,6 +6,11 @@ partitions; brokers crash (losing unflushed records) and restart. One
 `random.Random(seed)` makes every choice and a heap of timed events orders
 them, so a seed replays exactly. After every event the `Checker` looks at
 every live replica (in the manner of Kafka's RaftEventSimulationTest).
+
+With `SimConfig.partitions` > 1 every broker hosts a replica of each partition
+and the controller keeps each one's state; idempotent and transactional
+producers, a transaction coordinator and read_committed consumers join in
+(tests/sim/txn.py; their invariants in tests/sim/txn_invariants.py).
 
 Replay a failing seed with `pytest tests/sim -k seed --sim-seed N` (or
 REPLOG_SIM_SEED=N); see docs/REPLICATION.md.
@@ -27,7 +32,9 @@ from .clients import Consumer, Producer
 from .controller import ControllerNode
 from .invariants import Checker
 from .network import Network, NetworkFaults
-from .wire import CONTROLLER
+from .txn import IdempotentProducer, ProducerIdCounter, TransactionalProducer, TxnCoordinatorNode
+from .txn_invariants import TxnChecker
+from .wire import CONTROLLER, TXN_COORDINATOR, Produce, TxnCall, VerifyTxn
 
 TRACE_EVENTS_MAX = 60
 
@@ -53,6 +60,14 @@ class SimConfig:
     request_timeout_ms: int = 1_000
     network: NetworkFaults = NetworkFaults()
     legacy_hw_truncation: bool = False
+    partitions: int = 1
+    # Idempotent producers (acks=all, producer ids, sequences, five batches in flight per partition).
+    idempotent_producers: int = 0
+    # Transactional producers, each with its own transactional id, and the coordinator they use.
+    transactional_producers: int = 0
+    transaction_timeout_ms: int = 3_000
+    # One read_committed consumer per partition.
+    read_committed: bool = False
     replica: ReplicaConfig = field(
         default_factory=lambda: ReplicaConfig(
             replica_lag_time_ms_max=1_000,
@@ -62,6 +77,32 @@ class SimConfig:
             alter_partition_retry_ms=300,
         )
     )
+
+    @classmethod
+    def random_transactions(cls, rng: Random) -> "SimConfig":
+        """A run of idempotent and transactional producers over a few partitions, read_committed consumers,
+        and a network that also holds back some writes, markers and coordinator calls for seconds."""
+        brokers = rng.randint(3, 4)
+        return cls(
+            brokers=brokers,
+            min_insync_replicas=rng.choice((1, 2, 2)),
+            flush_interval_ms=tuple(rng.choice((0, 0, 100, 400)) for _ in range(brokers)),
+            producers=0,
+            consumers=0,
+            partitions=rng.randint(2, 4),
+            idempotent_producers=rng.randint(0, 2),
+            transactional_producers=rng.randint(1, 3),
+            transaction_timeout_ms=rng.choice((1_500, 3_000)),
+            read_committed=True,
+            network=NetworkFaults(
+                drop_rate=rng.choice((0.0, 0.01, 0.03)),
+                duplicate_rate=rng.choice((0.0, 0.01, 0.03)),
+                delay_ms_min=1,
+                delay_ms_max=rng.choice((5, 20, 60)),
+                long_delay_rate=rng.choice((0.0, 0.01, 0.03)),
+                long_delay_ms_max=rng.choice((1_000, 4_000)),
+            ),
+        )
 
     @classmethod
     def random(cls, rng: Random) -> "SimConfig":
@@ -85,8 +126,10 @@ class SimConfig:
 
 
 class Simulation:
-    def __init__(self, seed: int, config: SimConfig | None = None, *, clean: bool = True) -> None:
+    def __init__(self, seed: int, config: SimConfig | None = None, *, clean: bool = True,
+                 replay: str = "pytest tests/sim -k 'test_seed' --sim-seed {seed}") -> None:
         self.seed = seed
+        self.replay = replay.format(seed=seed)
         self.rng = Random(seed)
         self.config = config = config or SimConfig.random(self.rng)
         self.now_ms = 0
@@ -95,12 +138,18 @@ class Simulation:
         self._sequence = 0
         self._trace: deque[tuple[int, Callable[..., None], tuple]] = deque(maxlen=TRACE_EVENTS_MAX)
         self.tick_ms = config.tick_ms
-        self.checker = Checker(self, clean=clean)
-        self.network = Network(self.rng, self.schedule, config.network)
+        self.checkers = [Checker(self, partition, clean=clean) for partition in range(config.partitions)]
+        self.checker = self.checkers[0]
+        self.txn_checker = TxnChecker(self)
+        # Long delays hold back writes, markers and the calls to the coordinator, not replication.
+        self.network = Network(self.rng, self.schedule, config.network,
+                               delayable=lambda message: isinstance(message, Produce | TxnCall | VerifyTxn))
+        self.producer_ids = ProducerIdCounter()
         replica_config = replace(config.replica, min_insync_replicas=config.min_insync_replicas)
         broker_ids = tuple(range(config.brokers))
         self.controller = ControllerNode(
-            self, broker_ids, unclean=config.unclean_leader_election_enable, resend_ms=config.controller_resend_ms
+            self, broker_ids, unclean=config.unclean_leader_election_enable, resend_ms=config.controller_resend_ms,
+            partitions=config.partitions,
         )
         self.network.attach(CONTROLLER, self.controller)
         self.brokers = {
@@ -109,6 +158,7 @@ class Simulation:
                 broker,
                 replica_config,
                 config.flush_interval_ms[broker],
+                partitions=config.partitions,
                 legacy_hw_truncation=config.legacy_hw_truncation,
             )
             for broker in broker_ids
@@ -117,19 +167,36 @@ class Simulation:
             self.network.attach(broker, node)
         self._next_broker_epoch = 1
         self._cut_since: dict[int, int] = {}
-        self._proposals_in_flight: list[AlterPartitionRequest] = []
+        self._proposals_in_flight: dict[int, list[AlterPartitionRequest]] = {p: [] for p in range(config.partitions)}
         self.faults_active = False
         self.lost_batches = 0
         for broker in broker_ids:
             self._register(broker)
         self.producers: list[Producer] = []
         self.consumers: list[Consumer] = []
+        self.idempotent_producers: list[IdempotentProducer] = []
+        self.transactional_producers: list[TransactionalProducer] = []
+        self.coordinator: TxnCoordinatorNode | None = None
         for _ in range(config.producers):
             self.add_producer()
         for _ in range(config.consumers):
             self.add_consumer()
+        if config.transactional_producers:
+            self.coordinator = TxnCoordinatorNode(self, transaction_timeout_ms=config.transaction_timeout_ms)
+            self.network.attach(TXN_COORDINATOR, self.coordinator)
+        for _ in range(config.idempotent_producers):
+            self.add_idempotent_producer()
+        for _ in range(config.transactional_producers):
+            self.add_transactional_producer()
+        if config.read_committed:
+            for partition in range(config.partitions):
+                self.add_consumer(partition=partition, read_committed=True)
 
-    def add_producer(self, *, automatic: bool = True) -> Producer:
+    @property
+    def partitions(self) -> range:
+        return range(self.config.partitions)
+
+    def add_producer(self, *, automatic: bool = True, partition: int | None = None) -> Producer:
         producer = Producer(
             self,
             f"producer-{len(self.producers)}",
@@ -137,30 +204,56 @@ class Simulation:
             interval_ms=self.config.produce_interval_ms,
             request_timeout_ms=self.config.request_timeout_ms,
             automatic=automatic,
+            partition=len(self.producers) % self.config.partitions if partition is None else partition,
         )
         self.producers.append(producer)
         self.network.attach(producer.address, producer)
         return producer
 
-    def add_consumer(self, *, validate_epochs: bool = True) -> Consumer:
+    def add_consumer(self, *, validate_epochs: bool = True, partition: int | None = None,
+                     read_committed: bool = False) -> Consumer:
         consumer = Consumer(
             self,
             f"consumer-{len(self.consumers)}",
             interval_ms=100,
             max_wait_ms=self.config.replica.replica_fetch_wait_ms_max,
             validate_epochs=validate_epochs,
+            partition=len(self.consumers) % self.config.partitions if partition is None else partition,
+            read_committed=read_committed,
         )
         self.consumers.append(consumer)
         self.network.attach(consumer.address, consumer)
         return consumer
 
-    def leader_node(self) -> BrokerNode | None:
+    def add_idempotent_producer(self, *, automatic: bool = True) -> IdempotentProducer:
+        producer = IdempotentProducer(self, f"idempotent-{len(self.idempotent_producers)}", automatic=automatic)
+        self.idempotent_producers.append(producer)
+        self.network.attach(producer.address, producer)
+        return producer
+
+    def add_transactional_producer(self, transactional_id: str | None = None, *,
+                                   automatic: bool = True) -> TransactionalProducer:
+        if self.coordinator is None:
+            self.coordinator = TxnCoordinatorNode(self, transaction_timeout_ms=self.config.transaction_timeout_ms)
+            self.network.attach(TXN_COORDINATOR, self.coordinator)
+        index = len(self.transactional_producers)
+        producer = TransactionalProducer(self, f"transactional-{index}", transactional_id or f"txn-{index}",
+                                         automatic=automatic)
+        self.transactional_producers.append(producer)
+        self.network.attach(producer.address, producer)
+        return producer
+
+    def on_committed(self, partition: int, batch) -> None:
+        """A batch is below some replica's high watermark for the first time (in offset order)."""
+        self.txn_checker.on_committed(partition, batch)
+
+    def leader_node(self, partition: int = 0) -> BrokerNode | None:
         """The broker the controller names leader, once it acts as that leader."""
-        state = self.controller.state
+        state = self.controller.states[partition]
         node = self.brokers.get(state.leader)
         if node is None or not node.up:
             return None
-        replica = node.replica
+        replica = node.drivers[partition].replica
         if replica.role is not Role.LEADER or replica.leader_epoch != state.leader_epoch:
             return None
         return node
@@ -176,7 +269,8 @@ class Simulation:
         self.now_ms = at_ms
         self._trace.append((at_ms, action, args))
         action(*args)
-        self.checker.after_event()
+        for checker in self.checkers:
+            checker.after_event()
         self.events += 1
 
     def run_for(self, duration_ms: int) -> None:
@@ -235,20 +329,20 @@ class Simulation:
                 elif node.up and broker not in self.controller.live:
                     self._register(broker)
 
-    def on_controller_change(self, old: PartitionState, new: PartitionState, unclean: bool) -> None:
+    def on_controller_change(self, partition: int, old: PartitionState, new: PartitionState, unclean: bool) -> None:
         for broker in set(new.isr) - set(old.isr):
-            self.brokers[broker].lossy = False
+            self.brokers[broker].lossy.discard(partition)
         # Only proposals made from the current partition epoch can still be applied.
-        self._proposals_in_flight = [
+        self._proposals_in_flight[partition] = [
             request
-            for request in self._proposals_in_flight
+            for request in self._proposals_in_flight[partition]
             if (request.leader_epoch, request.partition_epoch) == (new.leader_epoch, new.partition_epoch)
         ]
 
     # -- faults ---------------------------------------------------------------
 
-    def on_proposal_sent(self, request: AlterPartitionRequest) -> None:
-        self._proposals_in_flight.append(request)
+    def on_proposal_sent(self, partition: int, request: AlterPartitionRequest) -> None:
+        self._proposals_in_flight[partition].append(request)
 
     def can_crash(self, broker: int) -> bool:
         """Keep DESIGN §11's premise, "while one ISR member survives", for crashes that lose records.
@@ -261,20 +355,22 @@ class Simulation:
         itself just before it crashes). Without this premise a ZooKeeper-era
         controller can elect a replica that lost its tail (KIP-966 closes that
         gap; see docs/REPLICATION.md). A crash that loses nothing is always allowed.
+        With several partitions this must hold for each partition the crash may lose records of.
         """
         node = self.brokers[broker]
         if not node.up:
             return False
-        if node.flushed:
-            return True
-        state = self.controller.state
+        return all(self._can_lose(broker, partition) for partition in self.partitions if not node.flushed(partition))
+
+    def _can_lose(self, broker: int, partition: int) -> bool:
+        state = self.controller.states[partition]
         survivors = {member for member in state.isr if member != broker}
-        for request in self._proposals_in_flight:
+        for request in self._proposals_in_flight[partition]:
             if (request.leader_epoch, request.partition_epoch) == (state.leader_epoch, state.partition_epoch):
                 survivors &= set(request.isr)
         return any(
             self.brokers[member].up
-            and not self.brokers[member].lossy
+            and partition not in self.brokers[member].lossy
             and self.network.connected(member, CONTROLLER)
             for member in survivors
         )
@@ -300,9 +396,14 @@ class Simulation:
         self.network.partition(*sides)
         self._network_changed()
 
+    def everyone(self) -> list:
+        """Every address on the network."""
+        clients = (*self.producers, *self.consumers, *self.idempotent_producers, *self.transactional_producers)
+        coordinator = [TXN_COORDINATOR] if self.coordinator is not None else []
+        return [*self.brokers, CONTROLLER, *coordinator, *(c.address for c in clients)]
+
     def isolate(self, broker: int) -> None:
-        everyone = [*self.brokers, CONTROLLER, *(c.address for c in (*self.producers, *self.consumers))]
-        self.partition([address for address in everyone if address != broker], [broker])
+        self.partition([address for address in self.everyone() if address != broker], [broker])
 
     def heal(self) -> None:
         self.network.heal()
@@ -328,38 +429,57 @@ class Simulation:
             self.isolate(self.rng.choice(list(self.brokers)))
             self.schedule(self.now_ms + self.rng.randint(200, 3_000), self.heal)
         elif roll < 0.7 and not self.network.partitioned:
-            everyone = [*self.brokers, CONTROLLER, *(c.address for c in (*self.producers, *self.consumers))]
+            everyone = self.everyone()
             side = [address for address in everyone if self.rng.random() < 0.5]
             self.partition([address for address in everyone if address not in side], side)
             self.schedule(self.now_ms + self.rng.randint(200, 3_000), self.heal)
+        elif roll < 0.8 and self.coordinator is not None and self.coordinator.up:
+            self.coordinator.crash()
+            self.schedule(self.now_ms + self.rng.randint(100, 2_000), self.coordinator.restart)
+        elif roll < 0.9 and self.transactional_producers:
+            self.rng.choice(self.transactional_producers).fault(self.rng)
 
     # -- the end of a run -----------------------------------------------------
 
     def converged(self) -> bool:
-        state = self.controller.state
+        if not all(self._partition_converged(partition) for partition in self.partitions):
+            return False
+        clients = (*self.producers, *self.idempotent_producers, *self.transactional_producers)
+        if not all(client.idle for client in clients):
+            return False
+        return self.coordinator is None or self.coordinator.idle
+
+    def _partition_converged(self, partition: int) -> bool:
+        state = self.controller.states[partition]
         if state.leader == NO_LEADER or set(state.isr) != set(state.replicas):
             return False
-        leader = self.brokers[state.leader].replica
+        leader = self.brokers[state.leader].drivers[partition].replica
         if not self.brokers[state.leader].up or leader.role is not Role.LEADER:
             return False
         if leader.leader_epoch != state.leader_epoch or leader.isr != state.isr:
             return False
         end_offset = leader.log_end_offset
         for node in self.brokers.values():
-            replica = node.replica
+            replica = node.drivers[partition].replica
             if not node.up or replica.log_end_offset != end_offset or replica.high_watermark != end_offset:
                 return False
-        return all(p.idle for p in self.producers) and all(c.position == end_offset for c in self.consumers)
+        # A read_committed consumer reads to the last stable offset: a transaction left open (which the
+        # transaction checker reports) holds it there.
+        stable_offset = leader.last_stable_offset
+        return all(c.position == (stable_offset if c.read_committed else end_offset)
+                   for c in self.consumers if c.partition == partition)
 
     def heal_and_settle(self, timeout_ms: int) -> None:
         """Stop the faults and the producers, bring everything back, and wait for
         every replica (and consumer) to reach the same log end; then check the end state."""
         self.faults_active = False
-        for producer in self.producers:
+        for producer in (*self.producers, *self.idempotent_producers, *self.transactional_producers):
             producer.active = False
         for consumer in self.consumers:
             consumer.active = True
         self.heal()
+        if self.coordinator is not None and not self.coordinator.up:
+            self.coordinator.restart()
         for broker, node in self.brokers.items():
             if not node.up:
                 # Not before ZooKeeper has ended the old session: the controller
@@ -368,22 +488,32 @@ class Simulation:
                 self.schedule(restart_ms, self.restart, broker)
         if not self.run_until(self.converged, timeout_ms):
             self.checker.fail(f"the cluster did not settle within {timeout_ms} ms: {self.describe()}")
-        self.checker.final_check()
+        for checker in self.checkers:
+            checker.final_check()
+        self.txn_checker.final_check()
 
     # -- reporting ------------------------------------------------------------
 
     def describe(self) -> str:
-        state = self.controller.state
-        lines = [f"controller: {state}, live {self.controller.live}"]
-        for broker, node in self.brokers.items():
-            replica = node.replica
-            lines.append(
-                f"broker {broker}: up={node.up} epoch={node.broker_epoch} role={replica.role.value} "
-                f"leader_epoch={replica.leader_epoch} isr={replica.isr} LEO={replica.log_end_offset} "
-                f"HW={replica.high_watermark} epochs={[(e.epoch, e.start_offset) for e in replica.epoch_entries]}"
-            )
+        lines = [f"controller: live {self.controller.live}"]
+        for partition in self.partitions:
+            lines.append(f"partition {partition}: {self.controller.states[partition]}")
+            for broker, node in self.brokers.items():
+                replica = node.drivers[partition].replica
+                lines.append(
+                    f"  broker {broker}: up={node.up} epoch={node.broker_epoch} role={replica.role.value} "
+                    f"leader_epoch={replica.leader_epoch} isr={replica.isr} LEO={replica.log_end_offset} "
+                    f"HW={replica.high_watermark} LSO={replica.last_stable_offset} "
+                    f"open={replica.open_transactions} "
+                    f"epochs={[(e.epoch, e.start_offset) for e in replica.epoch_entries]}"
+                )
         for consumer in self.consumers:
-            lines.append(f"{consumer.address}: position {consumer.position}, truncations {consumer.truncations}")
+            lines.append(f"{consumer.address} (partition {consumer.partition}): position {consumer.position}, "
+                         f"truncations {consumer.truncations}")
+        for client in (*self.idempotent_producers, *self.transactional_producers):
+            lines.append(client.describe())
+        if self.coordinator is not None:
+            lines.append(self.coordinator.describe())
         return "\n  ".join(lines)
 
     def trace(self) -> str:
@@ -400,7 +530,7 @@ class Simulation:
         return (
             f"simulation seed {self.seed} failed after {self.events} events at t={self.now_ms}ms:\n"
             f"  {type(error).__name__}: {error}\n"
-            f"replay: pytest tests/sim -k seed --sim-seed {self.seed}   (or REPLOG_SIM_SEED={self.seed})\n"
+            f"replay: {self.replay}   (or REPLOG_SIM_SEED={self.seed})\n"
             f"config: {self.config}\n"
             f"state:\n  {self.describe()}\n"
             f"last {len(self._trace)} events:\n{self.trace()}"
@@ -411,9 +541,15 @@ FAULT_PHASE_MS = 8_000
 SETTLE_MS_MAX = 30_000
 
 
-def run_seed(seed: int, *, fault_phase_ms: int = FAULT_PHASE_MS) -> Simulation:
-    """One randomized run: faults for a while, then heal, settle and check the end state."""
-    sim = Simulation(seed)
+def run_seed(seed: int, *, fault_phase_ms: int = FAULT_PHASE_MS, transactions: bool = False) -> Simulation:
+    """One randomized run: faults for a while, then heal, settle and check the end state. With
+    `transactions`, a run of SimConfig.random_transactions (its seeds are another sequence)."""
+    if transactions:
+        rng = Random(seed)
+        sim = Simulation(seed, SimConfig.random_transactions(rng),
+                         replay="pytest tests/sim -k 'test_txn_seed' --sim-seed {seed}")
+    else:
+        sim = Simulation(seed)
     try:
         sim.inject_random_faults(until_ms=fault_phase_ms)
         sim.run_for(fault_phase_ms)
