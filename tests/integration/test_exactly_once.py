@@ -34,6 +34,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 INPUT, OUTPUT, PARTITIONS, TOTAL = "eos-in", "eos-out", 3, 100_000
 FAULTS = ("broker", "copier", "broker", "copier", "broker", "copier")
 COPY_DEADLINE_S = 420.0
+MAX_RESTARTS = 30
 
 
 def load_input(bootstrap: str) -> dict[int, list[bytes]]:
@@ -66,6 +67,10 @@ class Copiers:
                  str(self.ends[partition]), f"copier-{partition}", self.journal(partition)],
                 cwd=REPO, stdout=subprocess.DEVNULL, stderr=errors)
 
+    def last_error(self, partition: int) -> str:
+        with open(os.path.join(self.directory, f"copier-{partition}.err"), encoding="utf-8", errors="replace") as errors:
+            return errors.read()[-3000:]
+
     def kill(self, partition: int) -> None:
         process = self.processes[partition]
         if process.poll() is None:
@@ -78,7 +83,7 @@ class Copiers:
             code = process.poll()
             if code is not None and code != 0:
                 self.restarts += 1
-                assert self.restarts < 30, f"copier {partition} keeps dying: see {self.directory}"
+                assert self.restarts < MAX_RESTARTS, f"copier {partition} keeps dying: {self.last_error(partition)}"
                 self.start(partition)
         return all(process.poll() == 0 for process in self.processes.values())
 

@@ -69,7 +69,7 @@ class Copier:
                 reads.append([record.offset, text(record.value)])
                 futures.append(self.producer.send(self.args.output, record.value + suffix,
                                                   partition=self.args.partition))
-        self.journal.write("txn", name=name, reads=reads, writes=[text(v) + text(suffix) for _, v in reads])
+        self.journal.write("txn", name=name, reads=reads, writes=[v + text(suffix) for _, v in reads])
         try:
             self.producer.send_offsets_to_transaction({self.source: reads[-1][0] + 1}, self.consumer.group_metadata())
             self.commit()
