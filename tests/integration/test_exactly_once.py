@@ -33,6 +33,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INPUT, OUTPUT, PARTITIONS, TOTAL = "eos-in", "eos-out", 3, 100_000
 FAULTS = ("broker", "copier", "broker", "copier", "broker", "copier")
+COPY_RATE = 1_000  # records/s per copier: the copy lasts about half a minute, long enough for every fault
 COPY_DEADLINE_S = 420.0
 MAX_RESTARTS = 30
 
@@ -64,7 +65,7 @@ class Copiers:
         with open(os.path.join(self.directory, f"copier-{partition}.err"), "ab") as errors:
             self.processes[partition] = subprocess.Popen(
                 [sys.executable, "-m", "tests.integration.txn_copier", self.bootstrap, INPUT, OUTPUT, str(partition),
-                 str(self.ends[partition]), f"copier-{partition}", self.journal(partition)],
+                 str(self.ends[partition]), f"copier-{partition}", self.journal(partition), "--rate", str(COPY_RATE)],
                 cwd=REPO, stdout=subprocess.DEVNULL, stderr=errors)
 
     def last_error(self, partition: int) -> str:
@@ -173,6 +174,7 @@ def test_copiers_under_broker_and_copier_kills_copy_every_record_exactly_once(cl
                 wanted = TOTAL * (step + 1) // (len(FAULTS) + 2)
                 wait_for(lambda wanted=wanted: copiers.supervise() or len(reader.reads) >= wanted,
                          max(deadline - time.monotonic(), 1), f"{wanted} records copied before fault {step + 1}")
+                assert not copiers.supervise(), f"the copy ended before fault {step + 1} ({fault}) could hit it"
                 tp = TopicPartition(OUTPUT, step % PARTITIONS)
                 if fault == "broker":
                     victim = admin.cluster().leader_of(tp)

@@ -8,9 +8,10 @@ fixed per input partition, so a restarted copier fences the one before it and th
 coordinator aborts what that one left open; the group's committed offset is where it
 resumes. It journals each transaction as JSON lines before it commits (so one killed
 mid-way leaves an undecided transaction) and its outcome after. It exits 0 once the
-input partition is copied up to END.
+input partition is copied up to END. `--rate` holds it to about that many records/s, so
+that the faults a test injects land while it copies.
 
-    python -m tests.integration.txn_copier BOOTSTRAP INPUT OUTPUT PARTITION END GROUP LOG
+    python -m tests.integration.txn_copier BOOTSTRAP INPUT OUTPUT PARTITION END GROUP LOG [--rate N]
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class Copier:
         self.producer = producer
         self.journal = journal
         self.transactions = 0
+        self.copied = 0
+        self.started = time.monotonic()
 
     def rewind(self) -> None:
         """Back to the group's committed offset: what an aborted transaction read is read again."""
@@ -79,6 +82,9 @@ class Copier:
             self.rewind()
             return
         self.journal.write("committed", name=name, offsets=[f.result(0).offset for f in futures])
+        self.copied += len(reads)
+        if self.args.rate:
+            time.sleep(max(0.0, self.started + self.copied / self.args.rate - time.monotonic()))
 
     def commit(self) -> None:
         """commit_transaction(), called again after a timeout (a broker restarting), as the client allows."""
@@ -109,6 +115,7 @@ def main() -> None:
     parser.add_argument("end", type=int)
     parser.add_argument("group")
     parser.add_argument("log")
+    parser.add_argument("--rate", type=float, default=0.0, help="records/s at most (default: as fast as it can)")
     args = parser.parse_args()
     journal = Journal(args.log)
     try:
