@@ -14,9 +14,11 @@ from replog.api.broker.v1 import broker_pb2
 from replog.core.topic_partition import TopicPartition
 
 CONSUMER_REPLICA_ID = -1
+READ_UNCOMMITTED = "read_uncommitted"
+READ_COMMITTED = "read_committed"
 ISOLATION_LEVELS = {
-    "read_uncommitted": broker_pb2.ISOLATION_LEVEL_READ_UNCOMMITTED,
-    "read_committed": broker_pb2.ISOLATION_LEVEL_READ_COMMITTED,
+    READ_UNCOMMITTED: broker_pb2.ISOLATION_LEVEL_READ_UNCOMMITTED,
+    READ_COMMITTED: broker_pb2.ISOLATION_LEVEL_READ_COMMITTED,
 }
 
 

@@ -237,7 +237,8 @@ class Consumer:
     def end_offsets(
         self, partitions: Iterable[TopicPartition], timeout: float = 60.0
     ) -> dict[TopicPartition, int]:
-        """The high watermark of each partition (the offset after the last committed record)."""
+        """The high watermark of each partition (the offset after the last committed record); under
+        read_committed the last stable offset (below it no transaction is still open)."""
         return self._offsets([TopicPartition(*tp) for tp in partitions], LATEST, timeout)
 
     def _offsets(self, tps: list[TopicPartition], strategy: str, timeout: float) -> dict[TopicPartition, int]:
