@@ -17,7 +17,7 @@ from replog.api.common.v1 import common_pb2
 from replog.api.controller.v1 import controller_pb2
 from replog.client import coordinator_requests as requests
 from replog.client.cluster import ClusterMetadata
-from replog.client.coordinator import GroupCoordinators
+from replog.client.coordinator import Coordinators
 from replog.client.errors import (
     AdminError,
     ClientError,
@@ -103,7 +103,7 @@ class Admin:
         self._channels = Channels()
         self._metadata = MetadataManager(addresses, self._channels, request_timeout_ms=request_timeout_ms,
                                          retry_backoff_ms=retry_backoff_ms, all_topics=True)
-        self._coordinators = GroupCoordinators(self._metadata, self._channels, request_timeout_ms=request_timeout_ms,
+        self._coordinators = Coordinators(self._metadata, self._channels, request_timeout_ms=request_timeout_ms,
                                                retry_backoff_ms=retry_backoff_ms)
         self._closed = False
 
