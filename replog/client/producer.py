@@ -251,7 +251,7 @@ class Producer:
             raise ValueError(f"topic {topic!r} has partitions 0..{len(partitions) - 1}, not {partition}")
         tp = partitions[partition]
         batch, index, opened = self._accumulator.append(tp, row, size, now_ms, self._block_s)
-        if opened or txn is not None and txn.note_partition(tp):
+        if (txn is not None and txn.note_partition(tp)) or opened:
             self._wake_sender()
         return RecordFuture(batch, index)
 
@@ -295,7 +295,7 @@ class Producer:
                 self._partitioner.produced(topic, len(partitions), sum(sizes[start:end]), known.available)
             if not batches or batches[-1] is not batch:
                 batches.append(batch)
-            wake = wake or opened or self._txn is not None and self._txn.note_partition(batch.tp)
+            wake = (self._txn is not None and self._txn.note_partition(batch.tp)) or opened or wake
             start = end
         if wake:
             self._wake_sender()

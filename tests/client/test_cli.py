@@ -22,7 +22,6 @@ from replog.client import (
     TopicPartition,
 )
 
-
 NOWHERE = "127.0.0.1:1"
 
 
