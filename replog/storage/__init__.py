@@ -3,11 +3,11 @@
 Synchronous file I/O only; the broker's driver calls it from its loop.
 """
 
-from replog.core.storage import AppendInfo, ReadResult
 from replog.storage.checkpoint import CorruptCheckpointError, LeaderEpochCheckpointFile, OffsetCheckpointFile
 from replog.storage.cleaner import CleanerStats
 from replog.storage.config import LogConfig, LogConfigError
 from replog.storage.files import partition_directory
+from replog.core.storage import AppendInfo, ReadResult
 from replog.storage.log import PartitionLog
 from replog.storage.segment import SegmentInfo
 

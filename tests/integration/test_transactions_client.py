@@ -5,9 +5,13 @@ same transactional id fences the first."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+
 import pytest
 
 from replog.client import (
+    Admin,
     Consumer,
     NewTopic,
     Producer,
@@ -16,7 +20,7 @@ from replog.client import (
     TransactionAbortedError,
     TransactionStateError,
 )
-from tests.integration.cluster import started, wait_for
+from tests.integration.cluster import REPLOG, started, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -37,7 +41,6 @@ def bootstrap(cluster):
 
 
 def create(bootstrap, name, partitions):
-    from replog.client import Admin
     with Admin(bootstrap) as admin:
         admin.create_topics([NewTopic(name, partitions, 3, configs={"min.insync.replicas": "2"})])
         wait_for(lambda: all(p.leader >= 0 for p in admin.describe_topics([name])[0].partitions), WAIT_S,
@@ -183,3 +186,83 @@ def test_calls_out_of_order_are_refused_with_what_to_do(bootstrap):
         producer.abort_transaction()
         error = lingering.exception(10)
         assert error is None or isinstance(error, TransactionAbortedError)  # given up, unless already on its way
+
+
+# -- the command line -------------------------------------------------------------------------------
+
+
+def replog(bootstrap, *args, check=True):
+    result = subprocess.run([*REPLOG, *args, "--bootstrap", bootstrap], capture_output=True, text=True, timeout=120)
+    assert not check or result.returncode == 0, f"replog {' '.join(args)} failed: {result.stderr}"
+    return result
+
+
+def test_the_cli_lists_and_describes_a_transaction_and_the_producers_of_its_partition(bootstrap):
+    create(bootstrap, "txn-cli", 1)
+    with Producer(bootstrap, transactional_id="cli-writer", linger_ms=1) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send("txn-cli", b"open", partition=0)
+        producer.flush(30)
+
+        listed = json.loads(replog(bootstrap, "transactions", "list", "--json").stdout)["transactions"]
+        [mine] = [t for t in listed if t["transactional_id"] == "cli-writer"]
+        assert mine["state"] == "Ongoing" and mine["producer_id"] >= 0
+        assert "cli-writer" in replog(bootstrap, "transactions", "list").stdout
+        [described] = json.loads(replog(bootstrap, "transactions", "describe", "cli-writer", "--json").stdout
+                                 )["transactions"]
+        assert described["state"] == "Ongoing" and described["producer_id"] == mine["producer_id"]
+        assert described["partitions"] == [{"topic": "txn-cli", "partition": 0}]
+        assert described["transaction_timeout_ms"] == 60_000 and described["transaction_start_time_ms"] > 0
+        text = replog(bootstrap, "transactions", "describe", "cli-writer").stdout.splitlines()
+        assert text[0].split()[:3] == ["COORDINATOR-ID", "TRANSACTIONAL-ID", "PRODUCER-ID"]
+        assert "txn-cli-0" in text[1] and "Ongoing" in text[1]
+
+        report = json.loads(replog(bootstrap, "producers", "--topic", "txn-cli", "--partition", "0", "--json").stdout)
+        [active] = [p for p in report["producers"] if p["producer_id"] == mine["producer_id"]]
+        assert active["current_transaction_start_offset"] == 0 and active["last_sequence"] == 0
+        assert active["last_timestamp_ms"] > 0
+        producer.commit_transaction()
+
+    [ended] = json.loads(replog(bootstrap, "transactions", "describe", "cli-writer", "--json").stdout)["transactions"]
+    assert ended["state"] == "CompleteCommit" and ended["partitions"] == []
+    report = json.loads(replog(bootstrap, "producers", "--topic", "txn-cli", "--partition", "0", "--json").stdout)
+    [active] = [p for p in report["producers"] if p["producer_id"] == mine["producer_id"]]
+    assert active["current_transaction_start_offset"] is None and active["coordinator_epoch"] is not None
+    assert replog(bootstrap, "producers", "--topic", "txn-cli", "--partition", "0").stdout.startswith("PRODUCER-ID")
+
+
+def test_consume_reads_committed_or_everything_as_asked(bootstrap):
+    create(bootstrap, "txn-console", 1)
+    with Producer(bootstrap, transactional_id="console-writer", linger_ms=1) as producer:
+        producer.init_transactions()
+        for value, commit in ((b"kept", True), (b"dropped", False), (b"kept too", True)):
+            producer.begin_transaction()
+            producer.send("txn-console", value, partition=0)
+            producer.flush(30)
+            producer.commit_transaction() if commit else producer.abort_transaction()
+
+    def consumed(level):
+        return replog(bootstrap, "consume", "txn-console", "--from-beginning", "--timeout-ms", "3000",
+                      "--isolation-level", level).stdout.splitlines()
+
+    assert consumed("read_committed") == ["kept", "kept too"]
+    assert consumed("read_uncommitted") == ["kept", "dropped", "kept too"]
+
+
+@pytest.mark.parametrize("args, says", [
+    (("transactions", "describe", "no-such-writer"), "transactional id 'no-such-writer' does not exist"),
+    (("producers", "--topic", "no-such-topic", "--partition", "0"), "topic 'no-such-topic' does not exist"),
+    (("producers", "--topic", "txn-orders", "--partition", "7"), "has partitions 0..1, not 7"),
+])
+def test_the_cli_says_in_one_sentence_what_does_not_exist(bootstrap, args, says):
+    create_once(bootstrap, "txn-orders", 2)
+    result = replog(bootstrap, *args, check=False)
+    assert result.returncode == 1 and says in result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1 and result.stdout == ""
+
+
+def create_once(bootstrap, name, partitions):
+    with Admin(bootstrap) as admin:
+        if name not in admin.list_topics():
+            create(bootstrap, name, partitions)

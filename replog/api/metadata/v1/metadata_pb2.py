@@ -9,7 +9,6 @@ from google.protobuf import descriptor_pool as _descriptor_pool
 from google.protobuf import runtime_version as _runtime_version
 from google.protobuf import symbol_database as _symbol_database
 from google.protobuf.internal import builder as _builder
-
 _runtime_version.ValidateProtobufRuntimeVersion(
     _runtime_version.Domain.PUBLIC,
     7,
@@ -23,6 +22,7 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from replog.api.common.v1 import common_pb2 as replog_dot_api_dot_common_dot_v1_dot_common__pb2
 
 
 DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%replog/api/metadata/v1/metadata.proto\x12\x16replog.api.metadata.v1\x1a!replog/api/common/v1/common.proto\"!\n\x0fMetadataRequest\x12\x0e\n\x06topics\x18\x01 \x03(\t\"\x80\x02\n\x10MetadataResponse\x12\x35\n\x07\x62rokers\x18\x01 \x03(\x0b\x32$.replog.api.common.v1.BrokerEndpoint\x12\x12\n\ncluster_id\x18\x02 \x01(\t\x12\x15\n\rcontroller_id\x18\x03 \x01(\x05\x12<\n\ncontroller\x18\x04 \x01(\x0b\x32(.replog.api.common.v1.ControllerEndpoint\x12\x35\n\x06topics\x18\x05 \x03(\x0b\x32%.replog.api.metadata.v1.TopicMetadata\x12\x15\n\rimage_version\x18\x06 \x01(\x03\"\xcf\x01\n\rTopicMetadata\x12\x33\n\nerror_code\x18\x01 \x01(\x0e\x32\x1f.replog.api.common.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x10\n\x08topic_id\x18\x04 \x01(\t\x12\x13\n\x0bis_internal\x18\x05 \x01(\x08\x12=\n\npartitions\x18\x06 \x03(\x0b\x32).replog.api.metadata.v1.PartitionMetadata\"\xd1\x01\n\x11PartitionMetadata\x12\x33\n\nerror_code\x18\x01 \x01(\x0e\x32\x1f.replog.api.common.v1.ErrorCode\x12\x15\n\rerror_message\x18\x02 \x01(\t\x12\x11\n\tpartition\x18\x03 \x01(\x05\x12\x0e\n\x06leader\x18\x04 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x05 \x01(\x05\x12\x10\n\x08replicas\x18\x06 \x03(\x05\x12\x0b\n\x03isr\x18\x07 \x03(\x05\x12\x18\n\x10offline_replicas\x18\x08 \x03(\x05\"&\n\x14WatchMetadataRequest\x12\x0e\n\x06topics\x18\x01 \x03(\t\"\xe0\x02\n\x15WatchMetadataResponse\x12\x15\n\rimage_version\x18\x01 \x01(\x03\x12\x15\n\rfull_snapshot\x18\x02 \x01(\x08\x12\x12\n\ncluster_id\x18\x03 \x01(\t\x12\x15\n\rcontroller_id\x18\x04 \x01(\x05\x12<\n\ncontroller\x18\x05 \x01(\x0b\x32(.replog.api.common.v1.ControllerEndpoint\x12=\n\x0f\x63hanged_brokers\x18\x06 \x03(\x0b\x32$.replog.api.common.v1.BrokerEndpoint\x12\x1a\n\x12removed_broker_ids\x18\x07 \x03(\x05\x12=\n\x0e\x63hanged_topics\x18\x08 \x03(\x0b\x32%.replog.api.metadata.v1.TopicMetadata\x12\x16\n\x0eremoved_topics\x18\t \x03(\t2\xe0\x01\n\x0fMetadataService\x12]\n\x08Metadata\x12\'.replog.api.metadata.v1.MetadataRequest\x1a(.replog.api.metadata.v1.MetadataResponse\x12n\n\rWatchMetadata\x12,.replog.api.metadata.v1.WatchMetadataRequest\x1a-.replog.api.metadata.v1.WatchMetadataResponse0\x01\x62\x06proto3')
