@@ -203,18 +203,22 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
     async def _init_transactional_producer(
             self, request: coordinator_pb2.InitProducerIdRequest) -> coordinator_pb2.InitProducerIdResponse:
         asked = txn_convert.init_producer_id_request_of(request)
-        try:
-            await self._producer_ids.ensure_available()  # the core takes an id synchronously, if it needs one
-        except Exception as error:
-            log.warning("no producer id to hand out: %s", error)
-            return txn_convert.init_producer_id_response(ProducerIdAndEpoch(
-                ErrorCode.COORDINATOR_NOT_AVAILABLE, f"no producer id available: {error}"))
-        try:
-            answer = await self._transactions.run(asked.transactional_id,
-                                           lambda core: core.init_producer_id(asked, wall_ms()))
-        except CoordinatorError as error:
-            answer = ProducerIdAndEpoch(error.error, error.message)
+        answer = await self._with_producer_ids(asked.transactional_id,
+                                               lambda core: core.init_producer_id(asked, wall_ms()))
         return txn_convert.init_producer_id_response(answer)
+
+    async def _with_producer_ids(self, transactional_id: str, operation) -> ProducerIdAndEpoch:
+        """InitProducerId and EndTxn: the core takes a producer id synchronously when it needs a new one (a new
+        transactional id, an exhausted epoch), so a block is at hand first."""
+        try:
+            await self._producer_ids.ensure_available()
+        except Exception as error:  # ZooKeeper unreachable or the ids used up: the client retries
+            log.warning("no producer id to hand out: %s", error)
+            return ProducerIdAndEpoch(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"no producer id available: {error}")
+        try:
+            return await self._transactions.run(transactional_id, operation)
+        except CoordinatorError as error:
+            return ProducerIdAndEpoch(error.error, error.message)
 
     async def AddPartitionsToTxn(self, request: coordinator_pb2.AddPartitionsToTxnRequest,
                                  context: grpc.aio.ServicerContext) -> coordinator_pb2.AddPartitionsToTxnResponse:
@@ -243,10 +247,7 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
     async def EndTxn(self, request: coordinator_pb2.EndTxnRequest,
                      context: grpc.aio.ServicerContext) -> coordinator_pb2.EndTxnResponse:
         asked = txn_convert.end_txn_request_of(request)
-        try:
-            answer = await self._transactions.run(asked.transactional_id, lambda core: core.end_txn(asked, wall_ms()))
-        except CoordinatorError as error:
-            answer = ProducerIdAndEpoch(error.error, error.message)
+        answer = await self._with_producer_ids(asked.transactional_id, lambda core: core.end_txn(asked, wall_ms()))
         return txn_convert.end_txn_response(answer)
 
     async def ListTransactions(self, request: coordinator_pb2.ListTransactionsRequest,
