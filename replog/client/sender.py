@@ -16,6 +16,13 @@ batch refused as out of order while an earlier one of its partition is being
 retried is retried behind it; a batch that fails for good leaves a gap in its
 partition's numbering, so the producer takes a new id and numbers from 0
 again (the records before the failure stay written, once each).
+
+A transactional producer's id and epoch come from its TransactionManager
+(init_transactions() and every transaction's end). Its batches leave only once
+their partition is in the transaction, marked transactional and with the
+transactional id on the request; a batch that fails for good makes the
+transaction abortable (or, fenced, the producer unusable) rather than taking a
+new id, and while the transaction is given up its unsent batches fail.
 """
 
 from __future__ import annotations
