@@ -10,6 +10,7 @@ from typing import Any, BinaryIO
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
 from replog.client import Admin, ClientError, Consumer, ConsumerRecord, OffsetOutOfRangeError, TopicPartition
+from replog.client.broker_requests import READ_COMMITTED, READ_UNCOMMITTED
 from replog.client.membership import subscription_of
 from replog.core.errors import ErrorCode
 
@@ -33,6 +34,10 @@ def add_commands(commands: Any) -> None:
                         "partitions, and what was printed is committed as it goes")
     parser.add_argument("--include", metavar="REGEX", help="with --group: every topic whose whole name matches "
                         "REGEX, topics created later too")
+    parser.add_argument("--isolation-level", choices=(READ_UNCOMMITTED, READ_COMMITTED), default=READ_UNCOMMITTED,
+                        help="read_committed: only records of committed transactions (and those written outside "
+                        "transactions), up to the last stable offset; read_uncommitted (the default): every record "
+                        "up to the high watermark. Transaction markers are never printed")
     add_cluster_arguments(parser)
     parser.set_defaults(handler=_consume)
 
@@ -95,7 +100,7 @@ def _consume(args: argparse.Namespace) -> int:
         partitions = [args.partition]
     # An offset given by hand that lies outside the log is an error to report, not a reason to jump.
     reset = start if isinstance(start, str) else "none"
-    with Consumer(bootstrap, auto_offset_reset=reset) as consumer:
+    with Consumer(bootstrap, auto_offset_reset=reset, isolation_level=args.isolation_level) as consumer:
         tps = [TopicPartition(args.topic, p) for p in partitions]
         consumer.assign(tps)
         if isinstance(start, int):
@@ -117,7 +122,8 @@ def _consume_in_group(args: argparse.Namespace, bootstrap: str) -> int:
         with Admin(bootstrap) as admin:
             admin.describe_topics([args.topic])  # an unknown topic is a mistake to report, not to wait for
     reset = "earliest" if args.from_beginning else "latest"
-    with Consumer(bootstrap, group_id=args.group, auto_offset_reset=reset) as consumer:
+    with Consumer(bootstrap, group_id=args.group, auto_offset_reset=reset,
+                  isolation_level=args.isolation_level) as consumer:
         consumer.subscribe([args.topic] if args.topic is not None else args.include)
         count, interrupted = consume_records(consumer, sys.stdout.buffer, max_messages=args.max_messages,
                                              timeout_ms=args.timeout_ms, print_offsets=args.print_offsets)

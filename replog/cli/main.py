@@ -7,7 +7,19 @@ import os
 import sys
 from collections.abc import Sequence
 
-from replog.cli import bench, configs, consume, dev, groups, k8s, leader_election, produce, reassign, topics
+from replog.cli import (
+    bench,
+    configs,
+    consume,
+    dev,
+    groups,
+    k8s,
+    leader_election,
+    produce,
+    reassign,
+    topics,
+    transactions,
+)
 from replog.cli.bootstrap import user_message
 from replog.client.errors import ClientError
 
@@ -26,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     produce.add_commands(commands)
     consume.add_commands(commands)
     groups.add_commands(commands)
+    transactions.add_commands(commands)
     bench.add_commands(commands)
     k8s.add_commands(commands)
     return parser

@@ -15,11 +15,17 @@ from replog.client.errors import (
     OffsetOutOfRangeError,
     ProduceError,
     ProducerClosedError,
+    ProducerFencedError,
     RecordTooLargeError,
+    TransactionAbortableError,
+    TransactionAbortedError,
+    TransactionFatalError,
+    TransactionStateError,
     UnknownTopicError,
 )
 from replog.client.producer import Producer, RecordFuture
 from replog.client.types import (
+    ConsumerGroupMetadata,
     ConsumerRecord,
     CreatedTopic,
     GroupDescription,
@@ -28,9 +34,12 @@ from replog.client.types import (
     NewTopic,
     OffsetAndMetadata,
     PartitionInfo,
+    ProducerDescription,
     RecordMetadata,
     TopicDescription,
     TopicPartition,
+    TransactionDescription,
+    TransactionListing,
 )
 
 __all__ = [
@@ -41,6 +50,7 @@ __all__ = [
     "ClusterUnreachableError",
     "CommitFailedError",
     "Consumer",
+    "ConsumerGroupMetadata",
     "ConsumerRecord",
     "CreatedTopic",
     "FetchError",
@@ -57,10 +67,18 @@ __all__ = [
     "ProduceError",
     "Producer",
     "ProducerClosedError",
+    "ProducerDescription",
+    "ProducerFencedError",
     "RecordFuture",
     "RecordMetadata",
     "RecordTooLargeError",
     "TopicDescription",
     "TopicPartition",
+    "TransactionAbortableError",
+    "TransactionAbortedError",
+    "TransactionDescription",
+    "TransactionFatalError",
+    "TransactionListing",
+    "TransactionStateError",
     "UnknownTopicError",
 ]

@@ -91,13 +91,13 @@ class ProducerBatch:
         self._encoded: bytes | None = None
 
     def encode(self, compression: Compression, timestamp_ms: int, producer_id: int = NO_PRODUCER_ID,
-               producer_epoch: int = NO_PRODUCER_EPOCH) -> bytes:
+               producer_epoch: int = NO_PRODUCER_EPOCH, transactional: bool = False) -> bytes:
         """The batch's bytes, encoded once: a retry sends the very same bytes."""
         if self._encoded is None:
             self.timestamp_ms = timestamp_ms
             self._encoded = encode_batch(self.rows, base_timestamp_ms=timestamp_ms, compression=compression,
                                          producer_id=producer_id, producer_epoch=producer_epoch,
-                                         base_sequence=self.base_sequence)
+                                         base_sequence=self.base_sequence, transactional=transactional)
         return self._encoded
 
     def renumber(self, base_sequence: int, generation: int) -> None:
@@ -136,6 +136,9 @@ class RecordAccumulator:
         self._drain_start = 0
         self._flushing = 0
         self._closing = False
+        # When set, only these partitions' batches leave: a transaction's partitions once the coordinator
+        # added them (a transactional producer's sender keeps it).
+        self.open_to: Collection[TopicPartition] | None = None
 
     # -- the caller's side ---------------------------------------------------------------------
 
@@ -371,6 +374,8 @@ class RecordAccumulator:
             self._next_sequence.clear()
 
     def _can_send(self, tp: TopicPartition) -> bool:
+        if self.open_to is not None and tp not in self.open_to:
+            return False
         flying = self._in_flight.get(tp)
         return not flying or (tp not in self._retrying and len(flying) < self._in_flight_max)
 

@@ -15,9 +15,10 @@ import grpc
 
 from replog.api.common.v1 import common_pb2
 from replog.api.controller.v1 import controller_pb2
+from replog.client import broker_requests
 from replog.client import coordinator_requests as requests
 from replog.client.cluster import ClusterMetadata
-from replog.client.coordinator import GroupCoordinators
+from replog.client.coordinator import TRANSACTION, Coordinators
 from replog.client.errors import (
     AdminError,
     ClientError,
@@ -36,7 +37,10 @@ from replog.client.types import (
     GroupListing,
     NewTopic,
     OffsetAndMetadata,
+    ProducerDescription,
     TopicDescription,
+    TransactionDescription,
+    TransactionListing,
 )
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
@@ -103,8 +107,10 @@ class Admin:
         self._channels = Channels()
         self._metadata = MetadataManager(addresses, self._channels, request_timeout_ms=request_timeout_ms,
                                          retry_backoff_ms=retry_backoff_ms, all_topics=True)
-        self._coordinators = GroupCoordinators(self._metadata, self._channels, request_timeout_ms=request_timeout_ms,
-                                               retry_backoff_ms=retry_backoff_ms)
+        self._coordinators = Coordinators(self._metadata, self._channels, request_timeout_ms=request_timeout_ms,
+                                          retry_backoff_ms=retry_backoff_ms)
+        self._transactions = Coordinators(self._metadata, self._channels, request_timeout_ms=request_timeout_ms,
+                                          retry_backoff_ms=retry_backoff_ms, key_type=TRANSACTION)
         self._closed = False
 
     # -- topics ----------------------------------------------------------------------------------
@@ -412,37 +418,128 @@ class Admin:
                             self._request_timeout_s + 5, what=f"{method} for group {group_id!r}")
 
     async def _list_groups(self, states: list[int]) -> list[GroupListing]:
+        return await self._list_everywhere("ListGroups", requests.list_groups_request(states),
+                                           requests.listed_groups, lambda group: group.group_id, "groups")
+
+    async def _list_everywhere(self, method: str, request, read: Callable, key: Callable, what: str) -> list:
+        """Ask every broker for what it coordinates (`method`), and merge the answers by `key`."""
         deadline = time.monotonic() + self._request_timeout_s
         metadata = await self._metadata.refresh()
-        listed: dict[str, GroupListing] = {}
+        listed: dict = {}
         for broker_id, address in sorted(metadata.brokers.items()):
-            # A group whose coordinator moves meanwhile may be named by two brokers: listed once.
-            for group in await self._list_groups_at(broker_id, address, states, deadline):
-                listed.setdefault(group.group_id, group)
-        return [group for _, group in sorted(listed.items())]
+            # What moves to another coordinator meanwhile may be named by two brokers: listed once.
+            for item in await self._list_at(broker_id, address, method, request, read, what, deadline):
+                listed.setdefault(key(item), item)
+        return [item for _, item in sorted(listed.items())]
 
-    async def _list_groups_at(self, broker_id: int, address: str, states: list[int],
-                              deadline: float) -> list[GroupListing]:
-        """ListGroups at one broker, waiting out a coordinator that is still loading."""
+    async def _list_at(self, broker_id: int, address: str, method: str, request, read: Callable, what: str,
+                       deadline: float) -> list:
+        """One broker's listing, waiting out a coordinator that is still loading."""
         attempt = 0
         while True:
             try:
-                response = await self._channels.coordinator(address).ListGroups(
-                    requests.list_groups_request(states), timeout=max(deadline - time.monotonic(), 0.001))
-                (code, message), groups = requests.listed_groups(response)
+                response = await getattr(self._channels.coordinator(address), method)(
+                    request, timeout=max(deadline - time.monotonic(), 0.001))
+                (code, message), items = read(response)
             except grpc.aio.AioRpcError as error:
                 code, message = error_code_for_status(error.code()), f"{error.code().name}: {error.details()}"
                 if error.code() is grpc.StatusCode.UNIMPLEMENTED or not code.retriable:
-                    raise AdminError(f"broker {broker_id} at {address} could not list its groups: {message}",
+                    raise AdminError(f"broker {broker_id} at {address} could not list its {what}: {message}",
                                      code) from None
             if code is ErrorCode.NONE:
-                return groups
+                return items
             attempt += 1
             wait_s = backoff_ms(attempt, self._retry_backoff_s * 1000, jitter=random.random()) / 1000
             if time.monotonic() + wait_s >= deadline:
-                raise ClusterUnreachableError(f"broker {broker_id} at {address} did not list its groups in time "
+                raise ClusterUnreachableError(f"broker {broker_id} at {address} did not list its {what} in time "
                                               f"({code.name}: {message})")
             await asyncio.sleep(wait_s)
+
+    # -- transactions ----------------------------------------------------------------------------
+
+    def list_transactions(self, states: Iterable[str] | None = None) -> list[TransactionListing]:
+        """Every transactional id of the cluster (or those in the given states, Kafka's names: Empty,
+        Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Dead); each broker answers
+        for the ids it coordinates, and the answers are merged."""
+        request = requests.list_transactions_request(states or ())
+        return self._io.run(self._list_everywhere("ListTransactions", request, requests.listed_transactions,
+                                                  lambda txn: txn.transactional_id, "transactions"),
+                            self._request_timeout_s + 5, what="listing transactions")
+
+    def describe_transactions(self, transactional_ids: Iterable[str]) -> list[TransactionDescription]:
+        """Each transactional id's state, producer id and epoch, timeout and open transaction, from its
+        coordinator; AdminError (TRANSACTIONAL_ID_NOT_FOUND, ...) for the first that cannot be described."""
+        described = []
+        for transactional_id in transactional_ids:
+            if not isinstance(transactional_id, str) or not transactional_id.strip():
+                raise AdminError("the transactional id must not be empty", ErrorCode.INVALID_REQUEST)
+            response, coordinator = self._io.run(
+                self._transactions.call(transactional_id, "DescribeTransactions",
+                                        requests.describe_transactions_request([transactional_id]),
+                                        lambda r: [ErrorCode.of(t.error_code) for t in r.transactions],
+                                        self._request_timeout_s),
+                self._request_timeout_s + 5, what=f"describing transactional id {transactional_id!r}")
+            (code, message), description = requests.described_transactions(response, coordinator).get(
+                transactional_id, ((ErrorCode.UNKNOWN_SERVER_ERROR, "the answer left the id out"), None))
+            if description is None:
+                if code is ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
+                    raise AdminError(f"transactional id {transactional_id!r} does not exist", code)
+                raise AdminError(f"transactional id {transactional_id!r}: {code.name}: {message}", code)
+            described.append(description)
+        return described
+
+    def describe_producers(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition,
+                                                                                list[ProducerDescription]]:
+        """The active producers of each partition, from its leader (Kafka's describeProducers):
+        UnknownTopicError or AdminError for a partition that does not exist."""
+        tps = [TopicPartition(*tp) for tp in partitions]
+        for topic in self.describe_topics(sorted({tp.topic for tp in tps})):
+            count = len(topic.partitions)
+            for tp in tps:
+                if tp.topic == topic.name and not 0 <= tp.partition < count:
+                    raise AdminError(f"topic {tp.topic!r} has partitions 0..{count - 1}, not {tp.partition}",
+                                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, tp.topic)
+        return self._io.run(self._describe_producers(tps), self._request_timeout_s + 5,
+                            what="describing producers")
+
+    async def _describe_producers(self, tps: list[TopicPartition]) -> dict[TopicPartition, list[ProducerDescription]]:
+        deadline = time.monotonic() + self._request_timeout_s
+        found: dict[TopicPartition, list[ProducerDescription]] = {}
+        attempt = 0
+        while True:
+            metadata = self._metadata.current
+            by_leader: dict[int, list[TopicPartition]] = {}
+            for tp in tps:
+                if tp not in found and metadata.leader_of(tp) >= 0:
+                    by_leader.setdefault(metadata.leader_of(tp), []).append(tp)
+            problem = "no leader known"
+            for leader, asked in by_leader.items():
+                address = metadata.brokers[leader]
+                try:
+                    response = await self._channels.broker(address).DescribeProducers(
+                        broker_requests.describe_producers_request(asked), timeout=self._request_timeout_s)
+                except grpc.aio.AioRpcError as error:
+                    if error.code() is grpc.StatusCode.UNIMPLEMENTED:
+                        raise ServerUnsupportedError(f"broker {leader} at {address} does not describe producers: "
+                                                     f"{error.details()}") from None
+                    problem = f"broker {leader} at {address} answered {error.code().name}: {error.details()}"
+                    continue
+                for tp, (code, message, producers) in broker_requests.described_producers(response).items():
+                    if code is ErrorCode.NONE:
+                        found[tp] = producers
+                    elif not code.retriable:
+                        raise AdminError(f"describing the producers of {tp} failed: {code.name}: {message}", code,
+                                         tp.topic)
+                    else:
+                        problem = f"{tp}: {code.name}: {message}"
+            if len(found) == len(set(tps)):
+                return {tp: found[tp] for tp in tps}
+            attempt += 1
+            wait_s = backoff_ms(attempt, self._retry_backoff_s * 1000, jitter=random.random()) / 1000
+            if time.monotonic() + wait_s >= deadline:
+                raise ClusterUnreachableError(f"no leader described its producers in time ({problem})")
+            await asyncio.sleep(wait_s)
+            await self._metadata.refresh()
 
     @property
     def _request_timeout_s(self) -> float:

@@ -11,12 +11,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from replog.api.broker.v1 import broker_pb2
+from replog.api.common.v1 import common_pb2
+from replog.client.types import ProducerDescription
+from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
 
 CONSUMER_REPLICA_ID = -1
+READ_UNCOMMITTED = "read_uncommitted"
+READ_COMMITTED = "read_committed"
 ISOLATION_LEVELS = {
-    "read_uncommitted": broker_pb2.ISOLATION_LEVEL_READ_UNCOMMITTED,
-    "read_committed": broker_pb2.ISOLATION_LEVEL_READ_COMMITTED,
+    READ_UNCOMMITTED: broker_pb2.ISOLATION_LEVEL_READ_UNCOMMITTED,
+    READ_COMMITTED: broker_pb2.ISOLATION_LEVEL_READ_COMMITTED,
 }
 
 
@@ -27,12 +32,14 @@ def _by_topic(items: Iterable[tuple[TopicPartition, Any]]) -> dict[str, list[Any
     return grouped
 
 
-def produce_request(acks: int, timeout_ms: int,
-                    partitions: Sequence[tuple[TopicPartition, bytes, int]]) -> broker_pb2.ProduceStreamRequest:
+def produce_request(acks: int, timeout_ms: int, partitions: Sequence[tuple[TopicPartition, bytes, int]],
+                    transactional_id: str | None = None) -> broker_pb2.ProduceStreamRequest:
     """A ProduceStream message: each partition's encoded batches and the leader epoch known for it."""
     message = broker_pb2.ProduceStreamRequest()
     request = message.request
     request.acks, request.timeout_ms = acks, timeout_ms
+    if transactional_id is not None:
+        request.transactional_id = transactional_id
     for topic, parts in _by_topic((tp, (tp.partition, records, epoch)) for tp, records, epoch in partitions).items():
         data = request.topics.add(topic=topic)
         for partition, records, epoch in parts:
@@ -83,3 +90,19 @@ def partition_results(response: Any) -> dict[TopicPartition, Any]:
     """An answer's per-partition results, by partition (any BrokerService response with topics)."""
     return {TopicPartition(topic.topic, result.partition): result
             for topic in response.topics for result in topic.partitions}
+
+
+def describe_producers_request(partitions: Iterable[TopicPartition]) -> broker_pb2.DescribeProducersRequest:
+    by_topic = _by_topic((tp, tp.partition) for tp in partitions)
+    return broker_pb2.DescribeProducersRequest(
+        topics=[common_pb2.TopicPartitions(topic=topic, partitions=sorted(parts)) for topic, parts in by_topic.items()])
+
+
+def described_producers(response: broker_pb2.DescribeProducersResponse
+                        ) -> dict[TopicPartition, tuple[ErrorCode, str, list[ProducerDescription]]]:
+    """Each partition's outcome and active producers, by producer id."""
+    return {tp: (ErrorCode.of(result.error_code), result.error_message, [
+        ProducerDescription(p.producer_id, p.producer_epoch, p.last_sequence, p.last_timestamp_ms, p.coordinator_epoch,
+                            p.current_txn_start_offset) for p in sorted(result.active_producers,
+                                                                        key=lambda p: p.producer_id)])
+        for tp, result in partition_results(response).items()}

@@ -21,6 +21,7 @@ def parse_acks(acks: Any) -> int:
 
 
 IDEMPOTENT_IN_FLIGHT_MAX = 5  # the batches a partition leader remembers per producer
+INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,18 @@ class ProducerConfig:
     max_request_size: int = 16 << 20
     max_block_ms: int = 60_000
     enable_idempotence: bool = False
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = 60_000
 
     def __post_init__(self) -> None:
+        if self.transactional_id is not None:
+            if not isinstance(self.transactional_id, str) or not self.transactional_id.strip():
+                raise ValueError(f"transactional_id must be a non-empty string or None, not {self.transactional_id!r}")
+            if not self.enable_idempotence:
+                raise ValueError("transactional_id needs enable_idempotence: a transactional producer is idempotent")
+        if not 0 < self.transaction_timeout_ms <= INT32_MAX:
+            raise ValueError(f"transaction_timeout_ms must be between 1 and {INT32_MAX}, not "
+                             f"{self.transaction_timeout_ms!r}")
         positive = ("batch_size", "request_timeout_ms", "delivery_timeout_ms",
                     "max_in_flight_requests_per_connection", "buffer_memory", "max_request_size")
         for name in positive:
@@ -63,12 +74,11 @@ class ProducerConfig:
                 raise ValueError("enable_idempotence needs retries above 0")
 
     @staticmethod
-    def idempotence_default(acks: int, max_in_flight: int, retries: int) -> bool:
-        """Kafka's default (3.0 on): idempotent unless another setting rules it out."""
-        return acks == -1 and max_in_flight <= IDEMPOTENT_IN_FLIGHT_MAX and retries > 0
+    def idempotence_default(acks: int, max_in_flight: int, retries: int, transactional: bool = False) -> bool:
+        """Kafka's default (3.0 on): idempotent unless another setting rules it out; always when transactional
+        (then a setting that rules it out is refused)."""
+        return transactional or (acks == -1 and max_in_flight <= IDEMPOTENT_IN_FLIGHT_MAX and retries > 0)
 
-
-INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)

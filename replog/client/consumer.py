@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from replog.client.configs import ConsumerConfig
-from replog.client.coordinator import GroupCoordinators
+from replog.client.coordinator import Coordinators
 from replog.client.errors import ClientError, GroupMembershipError
 from replog.client.fetch_buffer import FetchBuffer
 from replog.client.fetch_state import EARLIEST, LATEST, Assignment, State
@@ -33,7 +33,7 @@ from replog.client.group_member import COMMITTABLE, GroupMember
 from replog.client.io import Channels, IoThread, parse_bootstrap
 from replog.client.membership import Assign, Lose, Membership, MemberState, PendingCallbacks, Revoke, subscription_of
 from replog.client.metadata import MetadataManager
-from replog.client.types import ConsumerRecord, OffsetAndMetadata
+from replog.client.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, offsets_to_commit
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
 
@@ -125,7 +125,7 @@ class Consumer:
         self._tasks = [self._io.submit(self._fetcher.run())]
         self._member: GroupMember | None = None
         if group_id is not None:
-            coordinators = GroupCoordinators(self._metadata, self._channels, request_timeout_ms=request_timeout_ms,
+            coordinators = Coordinators(self._metadata, self._channels, request_timeout_ms=request_timeout_ms,
                                              retry_backoff_ms=retry_backoff_ms)
             # KIP-1082: the member id is made here, once, and kept across fencing.
             membership = Membership(instance_id=group_instance_id, rebalance_timeout_ms=max_poll_interval_ms,
@@ -237,7 +237,8 @@ class Consumer:
     def end_offsets(
         self, partitions: Iterable[TopicPartition], timeout: float = 60.0
     ) -> dict[TopicPartition, int]:
-        """The high watermark of each partition (the offset after the last committed record)."""
+        """The high watermark of each partition (the offset after the last committed record); under
+        read_committed the last stable offset (below it no transaction is still open)."""
         return self._offsets([TopicPartition(*tp) for tp in partitions], LATEST, timeout)
 
     def _offsets(self, tps: list[TopicPartition], strategy: str, timeout: float) -> dict[TopicPartition, int]:
@@ -389,19 +390,23 @@ class Consumer:
         timeout_s = timeout if timeout is not None else self._request_timeout_s
         return self._io.run(member.committed(tps, timeout_s), timeout_s + 5, what="reading committed offsets")
 
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group, the member's epoch and its id, for a transactional producer's
+        send_offsets_to_transaction(): the group coordinator then takes the offsets only from the member
+        that owns the partitions now. Outside the group's membership (assign()), epoch -1 and no id."""
+        member = self._group("group_metadata()")
+        membership = member.membership
+        if not self._subscribed:
+            return ConsumerGroupMetadata(member.group_id, -1, "", self.config.group_instance_id)
+        return ConsumerGroupMetadata(member.group_id, membership.member_epoch, membership.member_id,
+                                     self.config.group_instance_id)
+
     def _offsets_to_commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
                            ) -> dict[TopicPartition, OffsetAndMetadata]:
         if offsets is None:
             with self._lock:
                 return self._assignment.committable()
-        checked = {}
-        for tp, offset in offsets.items():
-            committed = offset if isinstance(offset, OffsetAndMetadata) else OffsetAndMetadata(offset)
-            if committed.offset < 0:
-                raise ValueError(f"the offset to commit for {TopicPartition(*tp)} must not be negative, "
-                                 f"not {committed.offset}")
-            checked[TopicPartition(*tp)] = committed
-        return checked
+        return offsets_to_commit(offsets)
 
     def _group(self, what: str) -> GroupMember:
         self._check_open()

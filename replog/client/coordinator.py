@@ -1,11 +1,13 @@
-"""Finding a group's coordinator and calling it, on the client's I/O loop.
+"""Finding the coordinator of a group or of a transactional id, and calling it, on the client's I/O loop.
 
 Any broker answers FindCoordinator (the first one asked creates
-`__consumer_offsets`, and says COORDINATOR_NOT_AVAILABLE until it exists). The
-coordinator found is kept until it answers NOT_COORDINATOR or
-COORDINATOR_NOT_AVAILABLE, or stops answering; then it is looked up again.
-COORDINATOR_LOAD_IN_PROGRESS (a coordinator still reading its partition after
-a failover) is waited out with a backoff.
+`__consumer_offsets` or `__transaction_state`, and says
+COORDINATOR_NOT_AVAILABLE until it exists). The coordinator found is kept
+until it answers NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE, or stops
+answering; then it is looked up again. COORDINATOR_LOAD_IN_PROGRESS (a
+coordinator still reading its partition after a failover) is waited out with
+a backoff, and so are the other errors a caller names as passing (a
+transaction coordinator's CONCURRENT_TRANSACTIONS).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 import grpc
 
+from replog.api.coordinator.v1 import coordinator_pb2
 from replog.client.coordinator_requests import (
     Outcome,
     commit_results,
@@ -41,13 +44,19 @@ log = logging.getLogger("replog.client")
 Coordinator = tuple[int, str]  # broker id, "host:port"
 
 FIND_AGAIN = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
+LOADING = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
+
+GROUP = "group"
+TRANSACTION = "transactional id"
+KEY_TYPES = {GROUP: coordinator_pb2.COORDINATOR_TYPE_GROUP, TRANSACTION: coordinator_pb2.COORDINATOR_TYPE_TRANSACTION}
 
 
-class GroupCoordinators:
-    """The coordinators of the groups a client talks to, found on demand."""
+class Coordinators:
+    """The coordinators of the groups (or transactional ids) a client talks to, found on demand."""
 
     def __init__(self, metadata: MetadataManager, channels: Channels, *, request_timeout_ms: int,
-                 retry_backoff_ms: int) -> None:
+                 retry_backoff_ms: int, key_type: str = GROUP) -> None:
+        self._key_type = key_type
         self._metadata = metadata
         self._channels = channels
         self._request_timeout_s = request_timeout_ms / 1000
@@ -56,25 +65,25 @@ class GroupCoordinators:
         self._next_broker = 0
         self._rng = random.Random()
 
-    def forget(self, group_id: str) -> None:
-        self._found.pop(group_id, None)
+    def forget(self, key: str) -> None:
+        self._found.pop(key, None)
 
-    async def find(self, group_id: str, deadline: float) -> Coordinator:
-        """The group's coordinator, asking the brokers in turn until one names it or the deadline passes."""
-        found = self._found.get(group_id)
+    async def find(self, key: str, deadline: float) -> Coordinator:
+        """The key's coordinator, asking the brokers in turn until one names it or the deadline passes."""
+        found = self._found.get(key)
         if found is not None:
             return found
-        request = find_coordinator_request(group_id)
+        request = find_coordinator_request(key, KEY_TYPES[self._key_type])
         attempt = 0
         while True:
-            problem = await self._ask_a_broker(group_id, request)
-            found = self._found.get(group_id)
+            problem = await self._ask_a_broker(key, request)
+            found = self._found.get(key)
             if found is not None:
                 return found
             attempt += 1
-            await self._back_off(attempt, deadline, f"no coordinator found for group {group_id!r}", problem)
+            await self._back_off(attempt, deadline, f"no coordinator found for {self._key_type} {key!r}", problem)
 
-    async def _ask_a_broker(self, group_id: str, request: Any) -> str:
+    async def _ask_a_broker(self, key: str, request: Any) -> str:
         """One FindCoordinator; remembers the coordinator, or says what went wrong."""
         try:
             metadata = self._metadata.current if self._metadata.current.brokers else await self._metadata.refresh()
@@ -92,38 +101,39 @@ class GroupCoordinators:
             self._next_broker += 1
             self._metadata.request_update()
             return _rpc_failure(error, f"broker {broker_id} at {address}")
-        (code, message), found = coordinator_found(response, group_id)
+        (code, message), found = coordinator_found(response, key)
         if found is not None:
-            self._found[group_id] = found
+            self._found[key] = found
             return ""
         if not code.retriable:
-            raise ClientError(f"group {group_id!r}: {code.name}: {message}", code)
+            raise ClientError(f"{self._key_type} {key!r}: {code.name}: {message}", code)
         return f"{code.name}: {message}"
 
-    async def call(self, group_id: str, method: str, request: Any, codes: Callable[[Any], Iterable[ErrorCode]],
-                   timeout_s: float) -> tuple[Any, Coordinator]:
-        """Send `request` to the group's coordinator until an answer whose `codes` do not say it moved
-        or is loading; returns the answer and the coordinator that gave it."""
+    async def call(self, key: str, method: str, request: Any, codes: Callable[[Any], Iterable[ErrorCode]],
+                   timeout_s: float, passing: frozenset[ErrorCode] = LOADING) -> tuple[Any, Coordinator]:
+        """Send `request` to the key's coordinator until an answer whose `codes` say neither that it moved
+        nor anything `passing` (by default: still loading); returns the answer and the coordinator that
+        gave it. ClientTimeoutError when timeout_s passes first."""
         deadline = time.monotonic() + timeout_s
         attempt = 0
         while True:
-            coordinator = await self.find(group_id, deadline)
+            coordinator = await self.find(key, deadline)
             call_timeout_s = max(min(self._request_timeout_s, deadline - time.monotonic()), 0.001)
             try:
                 response = await getattr(self._channels.coordinator(coordinator[1]), method)(
                     request, timeout=call_timeout_s)
             except grpc.aio.AioRpcError as error:
-                self.forget(group_id)
-                problem = _rpc_failure(error, f"the coordinator of group {group_id!r} (broker {coordinator[0]})")
+                self.forget(key)
+                problem = _rpc_failure(error, f"the coordinator of {self._key_type} {key!r} (broker {coordinator[0]})")
             else:
                 found = set(codes(response))
                 if found & FIND_AGAIN:
-                    self.forget(group_id)
-                elif ErrorCode.COORDINATOR_LOAD_IN_PROGRESS not in found:
+                    self.forget(key)
+                elif not found & passing:
                     return response, coordinator
                 problem = f"broker {coordinator[0]} answered {', '.join(sorted(c.name for c in found))}"
             attempt += 1
-            await self._back_off(attempt, deadline, f"{method} for group {group_id!r} did not succeed", problem)
+            await self._back_off(attempt, deadline, f"{method} for {self._key_type} {key!r} did not succeed", problem)
 
     async def commit_offsets(self, group_id: str, member_id: str, member_epoch: int,
                              offsets: Mapping[TopicPartition, OffsetAndMetadata],
@@ -168,7 +178,7 @@ def _fetch_codes(response: Any) -> list[ErrorCode]:
 def _rpc_failure(error: grpc.aio.AioRpcError, who: str) -> str:
     """A retriable gRPC failure as a sentence; raises for those that retrying will not fix."""
     if error.code() is grpc.StatusCode.UNIMPLEMENTED:
-        raise ServerUnsupportedError(f"{who} does not serve consumer groups: {error.details()}") from None
+        raise ServerUnsupportedError(f"{who} does not serve this request: {error.details()}") from None
     code = error_code_for_status(error.code())
     detail = f"{who} answered {error.code().name}: {error.details()}"
     if not code.retriable:

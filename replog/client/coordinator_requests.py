@@ -14,7 +14,14 @@ from collections.abc import Iterable, Mapping
 from replog.api.common.v1 import common_pb2
 from replog.api.coordinator.v1 import coordinator_pb2
 from replog.client.membership import HeartbeatAnswer, HeartbeatParams
-from replog.client.types import GroupDescription, GroupListing, MemberDescription, OffsetAndMetadata
+from replog.client.types import (
+    GroupDescription,
+    GroupListing,
+    MemberDescription,
+    OffsetAndMetadata,
+    TransactionDescription,
+    TransactionListing,
+)
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
 
@@ -55,21 +62,23 @@ def _outcome(code: int, message: str) -> Outcome:
 # -- FindCoordinator ------------------------------------------------------------------------------
 
 
-def find_coordinator_request(group_id: str) -> coordinator_pb2.FindCoordinatorRequest:
-    return coordinator_pb2.FindCoordinatorRequest(keys=[group_id], key_type=coordinator_pb2.COORDINATOR_TYPE_GROUP)
+def find_coordinator_request(key: str, key_type: int = coordinator_pb2.COORDINATOR_TYPE_GROUP
+                             ) -> coordinator_pb2.FindCoordinatorRequest:
+    """The coordinator of a group id, or of a transactional id (COORDINATOR_TYPE_TRANSACTION)."""
+    return coordinator_pb2.FindCoordinatorRequest(keys=[key], key_type=key_type)
 
 
 def coordinator_found(response: coordinator_pb2.FindCoordinatorResponse,
-                      group_id: str) -> tuple[Outcome, tuple[int, str] | None]:
-    """The answer for `group_id`: its outcome, and the coordinator's (broker id, "host:port")."""
+                      key: str) -> tuple[Outcome, tuple[int, str] | None]:
+    """The answer for `key`: its outcome, and the coordinator's (broker id, "host:port")."""
     for found in response.coordinators:
-        if found.key == group_id:
+        if found.key == key:
             outcome = _outcome(found.error_code, found.error_message)
             if outcome[0] is not ErrorCode.NONE or not found.HasField("coordinator"):
                 return outcome, None
             endpoint = found.coordinator
             return outcome, (endpoint.broker_id, f"{endpoint.host}:{endpoint.port}")
-    return (ErrorCode.COORDINATOR_NOT_AVAILABLE, "the answer left the group out"), None
+    return (ErrorCode.COORDINATOR_NOT_AVAILABLE, "the answer left the key out"), None
 
 
 # -- ConsumerGroupHeartbeat -----------------------------------------------------------------------
@@ -108,18 +117,23 @@ def heartbeat_answer(response: coordinator_pb2.ConsumerGroupHeartbeatResponse) -
 def offset_commit_request(group_id: str, member_id: str, member_epoch: int,
                           offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> coordinator_pb2.OffsetCommitRequest:
     request = coordinator_pb2.OffsetCommitRequest(group_id=group_id, member_id=member_id, member_epoch=member_epoch)
+    _add_commit_topics(request.topics, offsets)
+    return request
+
+
+def _add_commit_topics(topics, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
     by_topic: dict[str, coordinator_pb2.OffsetCommitTopic] = {}
     for tp in sorted(offsets):
         committed = offsets[tp]
         topic = by_topic.get(tp.topic)
         if topic is None:
-            topic = by_topic[tp.topic] = request.topics.add(topic=tp.topic)
+            topic = by_topic[tp.topic] = topics.add(topic=tp.topic)
         topic.partitions.add(partition=tp.partition, committed_offset=committed.offset,
                              committed_leader_epoch=committed.leader_epoch, committed_metadata=committed.metadata)
-    return request
 
 
-def commit_results(response: coordinator_pb2.OffsetCommitResponse) -> dict[TopicPartition, Outcome]:
+def commit_results(response: coordinator_pb2.OffsetCommitResponse | coordinator_pb2.TxnOffsetCommitResponse
+                   ) -> dict[TopicPartition, Outcome]:
     return {TopicPartition(topic.topic, p.partition): _outcome(p.error_code, p.error_message)
             for topic in response.topics for p in topic.partitions}
 
@@ -208,3 +222,82 @@ def delete_groups_request(group_ids: Iterable[str]) -> coordinator_pb2.DeleteGro
 
 def deleted_groups(response: coordinator_pb2.DeleteGroupsResponse) -> dict[str, Outcome]:
     return {r.group_id: _outcome(r.error_code, r.error_message) for r in response.results}
+
+
+# -- transactions ---------------------------------------------------------------------------------
+
+
+def init_producer_id_request(transactional_id: str, transaction_timeout_ms: int
+                             ) -> coordinator_pb2.InitProducerIdRequest:
+    """A transactional producer's first InitProducerId: a new epoch fences every older producer of the id."""
+    return coordinator_pb2.InitProducerIdRequest(transactional_id=transactional_id,
+                                                 transaction_timeout_ms=transaction_timeout_ms,
+                                                 producer_id=-1, producer_epoch=-1)
+
+
+def add_partitions_request(transactional_id: str, producer_id: int, producer_epoch: int,
+                           partitions: Iterable[TopicPartition]) -> coordinator_pb2.AddPartitionsToTxnRequest:
+    return coordinator_pb2.AddPartitionsToTxnRequest(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
+        topics=_topic_partitions(partitions))
+
+
+def added_partitions(response: coordinator_pb2.AddPartitionsToTxnResponse
+                     ) -> tuple[Outcome, dict[TopicPartition, Outcome]]:
+    """(the whole answer's outcome, each partition's)."""
+    return (_outcome(response.error_code, response.error_message),
+            {TopicPartition(r.topic, r.partition): _outcome(r.error_code, r.error_message) for r in response.results})
+
+
+def add_offsets_request(transactional_id: str, producer_id: int, producer_epoch: int,
+                        group_id: str) -> coordinator_pb2.AddOffsetsToTxnRequest:
+    return coordinator_pb2.AddOffsetsToTxnRequest(transactional_id=transactional_id, producer_id=producer_id,
+                                                  producer_epoch=producer_epoch, group_id=group_id)
+
+
+def txn_offset_commit_request(transactional_id: str, producer_id: int, producer_epoch: int, group_id: str,
+                              member_id: str, member_epoch: int, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+                              ) -> coordinator_pb2.TxnOffsetCommitRequest:
+    request = coordinator_pb2.TxnOffsetCommitRequest(
+        transactional_id=transactional_id, group_id=group_id, producer_id=producer_id, producer_epoch=producer_epoch,
+        member_id=member_id, member_epoch=member_epoch)
+    _add_commit_topics(request.topics, offsets)
+    return request
+
+
+def end_txn_request(transactional_id: str, producer_id: int, producer_epoch: int,
+                    commit: bool) -> coordinator_pb2.EndTxnRequest:
+    return coordinator_pb2.EndTxnRequest(transactional_id=transactional_id, producer_id=producer_id,
+                                         producer_epoch=producer_epoch, committed=commit)
+
+
+def list_transactions_request(states: Iterable[str] = ()) -> coordinator_pb2.ListTransactionsRequest:
+    return coordinator_pb2.ListTransactionsRequest(state_filters=list(states))
+
+
+def listed_transactions(response: coordinator_pb2.ListTransactionsResponse
+                        ) -> tuple[Outcome, list[TransactionListing]]:
+    listings = [TransactionListing(t.transactional_id, t.producer_id, t.state) for t in response.transactions]
+    return _outcome(response.error_code, ""), listings
+
+
+def describe_transactions_request(transactional_ids: Iterable[str]) -> coordinator_pb2.DescribeTransactionsRequest:
+    return coordinator_pb2.DescribeTransactionsRequest(transactional_ids=list(transactional_ids))
+
+
+def described_transactions(response: coordinator_pb2.DescribeTransactionsResponse, coordinator: tuple[int, str]
+                           ) -> dict[str, tuple[Outcome, TransactionDescription | None]]:
+    """Each transactional id of the answer: its outcome and, when described, its description."""
+    described: dict[str, tuple[Outcome, TransactionDescription | None]] = {}
+    for txn in response.transactions:
+        outcome = _outcome(txn.error_code, txn.error_message)
+        if outcome[0] is not ErrorCode.NONE:
+            described[txn.transactional_id] = (outcome, None)
+            continue
+        described[txn.transactional_id] = (outcome, TransactionDescription(
+            transactional_id=txn.transactional_id, state=txn.state, producer_id=txn.producer_id,
+            producer_epoch=txn.producer_epoch, transaction_timeout_ms=txn.transaction_timeout_ms,
+            transaction_start_time_ms=txn.transaction_start_time_ms,
+            partitions=tuple(sorted(_partitions_of(txn.topics))), coordinator_id=coordinator[0],
+        ))
+    return described

@@ -147,3 +147,30 @@ class CommitFailedError(ClientError):
 class GroupMembershipError(ClientError):
     """The coordinator refused the consumer's membership for good: an invalid group id or regex,
     an unknown assignor, an instance id another consumer holds, a full group."""
+
+
+class TransactionStateError(ClientError):
+    """A transactional call the producer's state does not allow (Kafka's IllegalStateException): begin twice,
+    commit without a transaction, send() outside one, anything before init_transactions()."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, ErrorCode.INVALID_TXN_STATE)
+
+
+class TransactionAbortableError(ClientError):
+    """The open transaction cannot commit (a batch failed for good, the coordinator would not add a
+    partition or the offsets): call abort_transaction(), then go on with a new transaction."""
+
+
+class TransactionAbortedError(ClientError):
+    """A record was not written because its transaction was aborted."""
+
+
+class ProducerFencedError(ClientError):
+    """A newer producer with the same transactional id fenced this one (PRODUCER_FENCED or
+    INVALID_PRODUCER_EPOCH): the producer cannot be used any more; close it."""
+
+
+class TransactionFatalError(ClientError):
+    """The transaction coordinator refused the producer for good (a state it does not accept, an invalid
+    transaction timeout, ...): the producer cannot be used any more; close it."""

@@ -17,7 +17,9 @@ from replog.client.fetch_state import Assignment, State
 from replog.client.types import ConsumerRecord
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
+from replog.core.txn.read_committed import AbortedFilter
 from replog.protocol import CorruptBatchError, decode_body, iter_headers
+from replog.protocol.control import fetched_header
 from replog.protocol.header import read_header
 from replog.protocol.layout import HEADER_SIZE, LOG_OVERHEAD
 
@@ -27,11 +29,15 @@ _offset_of = operator.attrgetter("offset")
 class CompletedFetch:
     """One partition's records from one fetch answer, decoded batch by batch as poll() asks."""
 
-    __slots__ = ("tp", "generation", "_view", "_headers", "_records", "_next_offset", "_index", "exhausted")
+    __slots__ = ("tp", "generation", "_view", "_headers", "_records", "_next_offset", "_index", "_aborted",
+                 "exhausted")
 
-    def __init__(self, tp: TopicPartition, generation: int, records: bytes) -> None:
+    def __init__(self, tp: TopicPartition, generation: int, records: bytes,
+                 aborted: AbortedFilter | None = None) -> None:
+        """`aborted`: a read_committed answer's aborted transactions, whose batches are skipped."""
         self.tp = tp
         self.generation = generation
+        self._aborted = aborted
         self._view = memoryview(records)
         self._headers = iter_headers(self._view)
         self._records: list[ConsumerRecord] | None = None  # the batch being taken, decoded
@@ -49,7 +55,12 @@ class CompletedFetch:
                 if header is None:
                     self.exhausted = True
                     break
-                if header.is_control or header.next_offset <= position:
+                # Every batch goes through the filter, those before the position too: an ABORT marker there
+                # ends its producer's aborted transaction for the batches after it.
+                hidden = header.is_control if self._aborted is None else not self._aborted.keeps(
+                    fetched_header(self._view, header))
+                if hidden or header.next_offset <= position:
+                    # Control batches and aborted transactions are never returned; the position passes them.
                     position = max(position, header.next_offset)
                     continue
                 epoch = header.partition_leader_epoch

@@ -18,7 +18,12 @@ from collections.abc import Iterable
 
 import grpc
 
-from replog.client.broker_requests import fetch_request, offsets_for_leader_epoch_request, partition_results
+from replog.client.broker_requests import (
+    READ_COMMITTED,
+    fetch_request,
+    offsets_for_leader_epoch_request,
+    partition_results,
+)
 from replog.client.cluster import ClusterMetadata
 from replog.client.configs import ConsumerConfig
 from replog.client.errors import FetchError
@@ -31,6 +36,7 @@ from replog.client.offsets_lookup import ask_leader, list_offsets
 from replog.client.retry import STALE_METADATA, error_code_for_status
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
+from replog.core.txn.read_committed import AbortedFilter
 from replog.rpc.request_stream import StreamError
 
 log = logging.getLogger("replog.client")
@@ -46,6 +52,7 @@ class Fetcher(LoopWorker):
                  channels: Channels) -> None:
         super().__init__(buffer)
         self._config = config
+        self._read_committed = config.isolation_level == READ_COMMITTED
         self._assignment = buffer.assignment
         self._metadata = metadata
         self._channels = channels
@@ -148,7 +155,9 @@ class Fetcher(LoopWorker):
             if result.records:
                 next_offset = next_fetch_offset(result.records, fetch_offset)
                 if next_offset > fetch_offset:
-                    self._buffer.completed.append(CompletedFetch(tp, generation, result.records))
+                    aborted = None if not self._read_committed else AbortedFilter(
+                        (txn.producer_id, txn.first_offset) for txn in result.aborted_transactions)
+                    self._buffer.completed.append(CompletedFetch(tp, generation, result.records, aborted))
                     state.fetch_offset = next_offset
             return
         if code is ErrorCode.OFFSET_OUT_OF_RANGE:

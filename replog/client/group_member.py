@@ -25,7 +25,7 @@ import time
 from collections.abc import Mapping
 
 from replog.client.configs import ConsumerConfig
-from replog.client.coordinator import GroupCoordinators
+from replog.client.coordinator import Coordinators
 from replog.client.coordinator_requests import heartbeat_answer, heartbeat_request
 from replog.client.errors import ClientError, ClientTimeoutError, CommitFailedError
 from replog.client.fetch_buffer import FetchBuffer
@@ -66,7 +66,7 @@ class GroupMember(LoopWorker):
     name = "group member"
 
     def __init__(self, config: ConsumerConfig, buffer: FetchBuffer, fetcher: Fetcher,
-                 coordinators: GroupCoordinators, membership: Membership, callbacks: PendingCallbacks) -> None:
+                 coordinators: Coordinators, membership: Membership, callbacks: PendingCallbacks) -> None:
         super().__init__(buffer)
         self.group_id = config.group_id or ""
         self._config = config

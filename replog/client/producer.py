@@ -9,21 +9,31 @@ per batch (`encode_batch`), on the I/O thread, when the batch leaves.
 from __future__ import annotations
 
 import concurrent.futures
+import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from replog.client.accumulator import ProducerBatch, RecordAccumulator, record_size_bytes
 from replog.client.cluster import ClusterMetadata
 from replog.client.configs import ProducerConfig, parse_acks
-from replog.client.errors import ClientError, ClientTimeoutError, ProducerClosedError, RecordTooLargeError
+from replog.client.coordinator import TRANSACTION, Coordinators
+from replog.client.errors import (
+    ClientError,
+    ClientTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+    TransactionStateError,
+)
 from replog.client.io import Channels, IoThread, parse_bootstrap
 from replog.client.metadata import MetadataManager
 from replog.client.partitioner import StickyPartitioner, partition_for_key
 from replog.client.sender import Sender
-from replog.client.types import RecordMetadata
+from replog.client.transactions import TransactionManager, group_metadata_of
+from replog.client.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, offsets_to_commit
 from replog.core.topic_partition import TopicPartition
+from replog.core.txn.producer import ProducerTxnEvent, ProducerTxnState
 from replog.protocol.compression import Compression
 
 
@@ -70,6 +80,7 @@ class RecordFuture:
 
 
 _monotonic = time.monotonic
+log = logging.getLogger("replog.client")
 
 
 def as_bytes(data: Any, what: str) -> bytes:
@@ -139,11 +150,13 @@ class Producer:
         max_request_size: int = 16 << 20,
         max_block_ms: int = 60_000,
         enable_idempotence: bool | None = None,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60_000,
     ) -> None:
         acks_value = parse_acks(acks)
         if enable_idempotence is None:
             enable_idempotence = ProducerConfig.idempotence_default(acks_value, max_in_flight_requests_per_connection,
-                                                                    retries)
+                                                                    retries, transactional_id is not None)
         self.config = ProducerConfig(
             acks=acks_value,
             linger_ms=linger_ms,
@@ -158,6 +171,8 @@ class Producer:
             max_request_size=max_request_size,
             max_block_ms=max_block_ms,
             enable_idempotence=enable_idempotence,
+            transactional_id=transactional_id,
+            transaction_timeout_ms=transaction_timeout_ms,
         )
         addresses = parse_bootstrap(bootstrap)
         self._accumulator = RecordAccumulator(
@@ -176,6 +191,16 @@ class Producer:
             request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
         )
         self._sender = Sender(self.config, self._accumulator, self._metadata, self._channels)
+        self._txn: TransactionManager | None = None
+        if transactional_id is not None:
+            timeouts = {"request_timeout_ms": request_timeout_ms, "retry_backoff_ms": retry_backoff_ms}
+            self._txn = TransactionManager(
+                transactional_id, transaction_timeout_ms,
+                transactions=Coordinators(self._metadata, self._channels, key_type=TRANSACTION, **timeouts),
+                groups=Coordinators(self._metadata, self._channels, **timeouts),
+                use_producer=self._sender.use_producer, wakeup=self._sender.wakeup,
+            )
+            self._sender.transact(self._txn)
         self._sender_done = self._io.submit(self._sender.run())
 
     # -- sending -------------------------------------------------------------------------------
@@ -196,6 +221,9 @@ class Producer:
         """
         if self._closed:
             raise ProducerClosedError("the producer is closed; records can no longer be sent")
+        txn = self._txn
+        if txn is not None:
+            txn.check_send()
         if value.__class__ is not bytes and value is not None:
             value = as_bytes(value, "value")
         if key.__class__ is not bytes and key is not None:
@@ -221,8 +249,9 @@ class Producer:
             partition = partition_for_key(key, len(partitions))
         elif not 0 <= partition < len(partitions):
             raise ValueError(f"topic {topic!r} has partitions 0..{len(partitions) - 1}, not {partition}")
-        batch, index, opened = self._accumulator.append(partitions[partition], row, size, now_ms, self._block_s)
-        if opened:
+        tp = partitions[partition]
+        batch, index, opened = self._accumulator.append(tp, row, size, now_ms, self._block_s)
+        if (txn is not None and txn.note_partition(tp)) or opened:
             self._wake_sender()
         return RecordFuture(batch, index)
 
@@ -238,6 +267,8 @@ class Producer:
         """
         if self._closed:
             raise ProducerClosedError("the producer is closed; records can no longer be sent")
+        if self._txn is not None:
+            self._txn.check_send()
         known = self._topic(topic)
         partitions = known.partitions
         if partition is not None and not 0 <= partition < len(partitions):
@@ -264,7 +295,7 @@ class Producer:
                 self._partitioner.produced(topic, len(partitions), sum(sizes[start:end]), known.available)
             if not batches or batches[-1] is not batch:
                 batches.append(batch)
-            wake = wake or opened
+            wake = (self._txn is not None and self._txn.note_partition(batch.tp)) or opened or wake
             start = end
         if wake:
             self._wake_sender()
@@ -304,6 +335,73 @@ class Producer:
     def _wake_sender(self) -> None:
         self._io.call_soon(self._sender.wakeup)
 
+    # -- transactions --------------------------------------------------------------------------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register the transactional id with its coordinator (InitProducerId), once, before the first
+        transaction: a transaction an earlier producer with the same id left open is ended, and that
+        producer is fenced. Waits up to `timeout` s (max_block_ms by default); after ClientTimeoutError
+        it may be called again."""
+        txn = self._transactional("init_transactions()")
+        txn.move(ProducerTxnEvent.INIT, "init_transactions()")
+        timeout_s = self._block_s if timeout is None else timeout
+        self._io.run(txn.initialize(timeout_s), timeout_s + 5, what="init_transactions()")
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: what send() and send_offsets_to_transaction() add to it becomes visible
+        to read_committed consumers all at once at commit_transaction(), or never."""
+        self._transactional("begin_transaction()").move(ProducerTxnEvent.BEGIN, "begin_transaction()")
+
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
+                                    group_metadata: ConsumerGroupMetadata | str,
+                                    timeout: float | None = None) -> None:
+        """Commit a consumer group's offsets (the next offset to read, per partition) as part of the
+        transaction: the group sees them when the transaction commits, and never if it aborts.
+        `group_metadata` is the consumer's group_metadata() (or a bare group id, for a consumer that
+        uses assign()). AddOffsetsToTxn at the transaction coordinator, then TxnOffsetCommit at the
+        group's coordinator; waits up to `timeout` s (max_block_ms by default)."""
+        txn = self._transactional("send_offsets_to_transaction()")
+        group = group_metadata_of(group_metadata)
+        committed = offsets_to_commit(offsets)
+        txn.check_open("send_offsets_to_transaction()")
+        if not committed:
+            return
+        timeout_s = self._block_s if timeout is None else timeout
+        self._io.run(txn.send_offsets(committed, group, timeout_s), timeout_s + 5,
+                     what="send_offsets_to_transaction()")
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send every record of the transaction, wait for them, then commit it (EndTxn): from here on
+        read_committed consumers see them. TransactionAbortableError if a record failed (abort then);
+        ProducerFencedError if a newer producer took the transactional id. Waits up to `timeout` s
+        (max_block_ms by default); after ClientTimeoutError it may be called again."""
+        txn = self._transactional("commit_transaction()")
+        txn.move(ProducerTxnEvent.COMMIT, "commit_transaction()")
+        deadline = time.monotonic() + (self._block_s if timeout is None else timeout)
+        self.flush(max(deadline - time.monotonic(), 0))
+        txn.check_open("commit_transaction()")
+        remaining_s = max(deadline - time.monotonic(), 0.001)
+        self._io.run(txn.end(True, remaining_s), remaining_s + 5, what="commit_transaction()")
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Give up the transaction: records not sent yet fail (TransactionAbortedError), those sent are
+        waited for, then EndTxn aborts it and read_committed consumers never see any of it. Then a new
+        transaction may begin. Waits up to `timeout` s (max_block_ms by default)."""
+        txn = self._transactional("abort_transaction()")
+        txn.move(ProducerTxnEvent.ABORT, "abort_transaction()")
+        deadline = time.monotonic() + (self._block_s if timeout is None else timeout)
+        self.flush(max(deadline - time.monotonic(), 0))
+        remaining_s = max(deadline - time.monotonic(), 0.001)
+        self._io.run(txn.end(False, remaining_s), remaining_s + 5, what="abort_transaction()")
+
+    def _transactional(self, what: str) -> TransactionManager:
+        if self._closed:
+            raise ProducerClosedError(f"the producer is closed; {what} is refused")
+        if self._txn is None:
+            raise TransactionStateError(f"{what} needs a transactional producer: create the Producer with "
+                                        "transactional_id=...")
+        return self._txn
+
     # -- flushing and closing ------------------------------------------------------------------
 
     def flush(self, timeout: float | None = None) -> None:
@@ -327,6 +425,14 @@ class Producer:
         """
         if self._closed:
             return
+        if self._txn is not None and self._txn.state in (ProducerTxnState.IN_TRANSACTION,
+                                                          ProducerTxnState.ABORTABLE_ERROR):
+            # As Kafka's producer does: an open transaction is aborted rather than left to time out.
+            try:
+                self.abort_transaction(timeout)
+            except ClientError as error:
+                log.warning("the open transaction was not aborted at close (%s); its coordinator aborts it "
+                            "after transaction_timeout_ms", error)
         self._closed = True
         self._accumulator.close()
         self._wake_sender()

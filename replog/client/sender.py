@@ -16,6 +16,13 @@ batch refused as out of order while an earlier one of its partition is being
 retried is retried behind it; a batch that fails for good leaves a gap in its
 partition's numbering, so the producer takes a new id and numbers from 0
 again (the records before the failure stay written, once each).
+
+A transactional producer's id and epoch come from its TransactionManager
+(init_transactions() and every transaction's end). Its batches leave only once
+their partition is in the transaction, marked transactional and with the
+transactional id on the request; a batch that fails for good makes the
+transaction abortable (or, fenced, the producer unusable) rather than taking a
+new id, and while the transaction is given up its unsent batches fail.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from replog.client.errors import ClientError, ProduceError, ProducerClosedError
 from replog.client.io import Channels
 from replog.client.metadata import MetadataManager
 from replog.client.retry import Action, backoff_ms, error_code_for_status, produce_action
+from replog.client.transactions import TransactionManager
 from replog.core.errors import ErrorCode
 from replog.core.producer_state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE
 from replog.rpc.request_stream import StreamError
@@ -65,7 +73,19 @@ class Sender:
         self._producer_id = NO_PRODUCER_ID
         self._producer_epoch = NO_PRODUCER_EPOCH
         self._id_attempts = 0
+        self._txn: TransactionManager | None = None
         metadata.on_update(lambda _metadata: self.wakeup())
+
+    def transact(self, transactions: TransactionManager) -> None:
+        """Write for a transactional producer: its batches leave once their partition is in the transaction,
+        with its producer id and epoch, marked transactional; queued ones fail when it is given up."""
+        self._txn = transactions
+        self._accumulator.open_to = transactions.added
+
+    def use_producer(self, producer_id: int, producer_epoch: int) -> None:
+        """Write with this producer id and epoch from now on, every partition numbered from 0 again."""
+        self._producer_id, self._producer_epoch = producer_id, producer_epoch
+        self._accumulator.reset_sequences()
 
     def wakeup(self) -> None:
         if self._wake is not None:
@@ -91,7 +111,13 @@ class Sender:
             self._wake.clear()
             now_ms = time.monotonic() * 1000
             metadata = self._metadata.current
-            needs_id = config.enable_idempotence and self._producer_id == NO_PRODUCER_ID
+            txn = self._txn
+            if txn is not None:
+                if txn.gives_up_queued:
+                    for batch in self._accumulator.abort_queued():
+                        batch.result.set_exception(txn.given_up(batch.tp, len(batch.rows)))
+                txn.maybe_add_partitions()
+            needs_id = config.enable_idempotence and self._producer_id == NO_PRODUCER_ID and txn is None
             if needs_id and not self._accumulator.closing_done():
                 if not await self._init_producer_id(metadata):
                     self._expire(now_ms)
@@ -123,12 +149,19 @@ class Sender:
     def _expire(self, now_ms: float) -> None:
         config = self._config
         for batch in self._accumulator.expire(now_ms, config.delivery_timeout_ms):
-            self._lost_sequences(batch)
-            batch.result.set_exception(ProduceError(
+            self._failed(batch, ProduceError(
                 batch.tp.topic, batch.tp.partition, ErrorCode.REQUEST_TIMED_OUT,
                 f"{len(batch.rows)} records expired: delivery_timeout_ms ({config.delivery_timeout_ms}) "
                 "passed before they could be sent",
             ))
+
+    def _failed(self, batch: ProducerBatch, error: ProduceError) -> None:
+        """A batch failed for good (its place in the accumulator is already freed)."""
+        if self._txn is not None:
+            self._txn.batch_failed(error.error_code, error)
+        else:
+            self._lost_sequences(batch)
+        batch.result.set_exception(error)
 
     async def _init_producer_id(self, metadata: ClusterMetadata) -> bool:
         """Ask a broker for a producer id; False (after logging why) if none was given."""
@@ -183,7 +216,7 @@ class Sender:
         for batch in batches:
             try:
                 records = batch.encode(config.compression, int(wall_ms - (now_ms - batch.created_ms)),
-                                       self._producer_id, self._producer_epoch)
+                                       self._producer_id, self._producer_epoch, self._txn is not None)
             except (TypeError, ValueError) as error:
                 # send() checks types, so this is a bug; fail the batch rather than the sender.
                 self._accumulator.complete(batch)
@@ -194,7 +227,8 @@ class Sender:
             encoded.append((batch.tp, records, metadata.leader_epoch_of(batch.tp)))
         if not sendable:
             return
-        message = produce_request(config.acks, config.request_timeout_ms, encoded)
+        message = produce_request(config.acks, config.request_timeout_ms, encoded,
+                                  None if self._txn is None else self._txn.transactional_id)
         self._in_flight[leader] = self._in_flight.get(leader, 0) + 1
         task = asyncio.get_running_loop().create_task(
             self._produce(leader, metadata.brokers[leader], message, sendable)
@@ -257,9 +291,8 @@ class Sender:
                 and now_ms - batch.created_ms < config.delivery_timeout_ms):
             action = Action.RETRY  # an earlier batch of the partition is coming again: this one follows it
         if action is Action.FAIL:
-            self._lost_sequences(batch)
             self._accumulator.complete(batch)
-            batch.result.set_exception(ProduceError(batch.tp.topic, batch.tp.partition, code, detail))
+            self._failed(batch, ProduceError(batch.tp.topic, batch.tp.partition, code, detail))
             return
         log.info("retrying %d records for %s after %s: %s", len(batch.rows), batch.tp, code.name, detail)
         if action is Action.REFRESH_AND_RETRY:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -80,6 +81,19 @@ class OffsetAndMetadata(NamedTuple):
     leader_epoch: int = -1
 
 
+def offsets_to_commit(offsets: Mapping[TopicPartition, int | OffsetAndMetadata]
+                      ) -> dict[TopicPartition, OffsetAndMetadata]:
+    """The application's {partition: next offset to read} as OffsetAndMetadata; ValueError for a negative one."""
+    checked = {}
+    for tp, offset in offsets.items():
+        committed = offset if isinstance(offset, OffsetAndMetadata) else OffsetAndMetadata(offset)
+        if committed.offset < 0:
+            raise ValueError(f"the offset to commit for {TopicPartition(*tp)} must not be negative, "
+                             f"not {committed.offset}")
+        checked[TopicPartition(*tp)] = committed
+    return checked
+
+
 @dataclass(frozen=True)
 class GroupListing:
     """One group as ListGroups shows it; `state` in Kafka's words (Empty, Assigning, Reconciling,
@@ -115,3 +129,50 @@ class GroupDescription:
     members: tuple[MemberDescription, ...]
     coordinator_id: int  # the broker coordinating the group
     coordinator: str  # its address, "host:port"
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMetadata:
+    """What a transactional producer needs of a consumer to commit its offsets in a transaction
+    (Kafka's ConsumerGroupMetadata): the group, the member's epoch (Kafka's generationId: the member
+    epoch under KIP-848, -1 for a consumer outside the group's membership) and id ("" then), so that
+    the group coordinator refuses offsets from a member whose partitions moved on."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TransactionListing:
+    """A transactional id as ListTransactions shows it; `state` in Kafka's words (Empty, Ongoing,
+    PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Dead)."""
+
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+@dataclass(frozen=True)
+class TransactionDescription:
+    transactional_id: str
+    state: str
+    producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_start_time_ms: int  # Unix ms; -1 without a transaction open
+    partitions: tuple[TopicPartition, ...]  # of the ongoing (or ending) transaction
+    coordinator_id: int  # the broker coordinating the transactional id
+
+
+@dataclass(frozen=True)
+class ProducerDescription:
+    """An active producer of a partition, as its leader knows it (Kafka's DescribeProducers)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int  # -1 when none is cached (after a transaction's marker)
+    last_timestamp_ms: int  # Unix ms when the leader last appended for it; -1 when unknown
+    coordinator_epoch: int  # of the latest transaction marker; -1 without one
+    current_transaction_start_offset: int  # where its open transaction began here; -1 without one

@@ -13,6 +13,7 @@ KAFKA_NAMES = {
     "replica.fetch.backoff.ms": "replica_fetch_backoff_ms",
     "replica.socket.timeout.ms": "replica_fetch_timeout_ms",
     "producer.id.expiration.ms": "producer_id_expiration_ms",
+    "transaction.partition.verification.enable": "transaction_partition_verification_enable",
 }
 
 
@@ -35,6 +36,8 @@ class ReplicaConfig:
     produce_waiters_max: int = 100_000
     # An idempotent producer silent this long is forgotten (its sequences start over).
     producer_id_expiration_ms: int = 86_400_000
+    # KIP-890: a transaction's first batch on the partition waits for its coordinator's word (1), or not (0).
+    transaction_partition_verification_enable: int = 1
 
     def __post_init__(self) -> None:
         # Values come from users' properties: a bad one is a ValueError with one sentence.
@@ -50,4 +53,11 @@ class ReplicaConfig:
     @classmethod
     def from_properties(cls, properties: Mapping[str, int | str]) -> "ReplicaConfig":
         """Build from Kafka-named properties; names the replica does not use are ignored."""
-        return cls(**{KAFKA_NAMES[name]: int(value) for name, value in properties.items() if name in KAFKA_NAMES})
+        return cls(**{KAFKA_NAMES[name]: _integer(value) for name, value in properties.items() if name in KAFKA_NAMES})
+
+
+def _integer(value: int | str) -> int:
+    """A property's value as an int; booleans as Kafka writes them (true, false) are 1 and 0."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return int(value.strip().lower() == "true")
+    return int(value)

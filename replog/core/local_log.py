@@ -27,6 +27,7 @@ class LocalLog:
         epoch_entries: Iterable[EpochEntry],
         high_watermark: int,
         producer_entries: Iterable[ProducerEntry] = (),
+        verify_transactions: bool = True,
     ) -> None:
         require(
             0 <= log_start_offset <= log_end_offset,
@@ -45,7 +46,7 @@ class LocalLog:
         self._high_watermark = min(max(high_watermark, log_start_offset), log_end_offset)
         # Grows with every change of the offsets or the epochs: what a fetch's plan depends on.
         self.version = 0
-        self.producers = ProducerStates(producer_entries)
+        self.producers = ProducerStates(producer_entries, verify_transactions=verify_transactions)
         self.producers.truncate(log_end_offset)
 
     @property

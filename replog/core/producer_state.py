@@ -230,6 +230,8 @@ class ProducerStates:
         entry = self._entries.get(append.producer_id)
         if entry is not None and entry.in_transaction and entry.epoch == append.producer_epoch:
             return False
+        if entry is not None and append.producer_epoch < entry.epoch:
+            return False  # a write of an ended transaction: `check` refuses its old epoch, no need to ask
         verified = self._verified.get(append.producer_id)
         return verified is None or verified[0] != append.producer_epoch
 

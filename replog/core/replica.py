@@ -141,6 +141,7 @@ class PartitionReplica:
             epoch_entries=epoch_entries,
             high_watermark=high_watermark,
             producer_entries=producer_entries,
+            verify_transactions=bool(self.config.transaction_partition_verification_enable),
         )
         self._role: Role = Role.OFFLINE
         self._leader: LeaderRole | None = None
@@ -215,6 +216,15 @@ class PartitionReplica:
     def producers(self) -> tuple[ProducerEntry, ...]:
         """The idempotent producers this replica knows, for snapshots and for describing them."""
         return self._log.producers.entries()
+
+    @property
+    def producer_count(self) -> int:
+        return len(self._log.producers)
+
+    def producer(self, producer_id: int) -> ProducerEntry | None:
+        """What this replica knows of one producer: its epoch and last sequences (a coordinator writing its own
+        transactional batches numbers them from it)."""
+        return self._log.producers.get(producer_id)
 
     def needs_verification(self, append: ProducerAppend) -> bool:
         """Whether a transactional batch must wait for the coordinator's word before it is appended

@@ -12,11 +12,14 @@ KRaft one) is not a transaction marker.
 """
 
 import struct
+from collections.abc import Sequence
 
 from replog.core.txn.markers import ControlType, TxnMarker
 from replog.core.txn.read_committed import FetchedBatch
-from replog.protocol.batch import DecodedBatch, encode_batch
+from replog.protocol.batch import DecodedBatch, decode_body, encode_batch
 from replog.protocol.errors import CorruptBatchError
+from replog.protocol.header import BatchHeader
+from replog.protocol.records import Record
 
 CONTROL_KEY = struct.Struct(">hh")
 MARKER_VALUE = struct.Struct(">hi")
@@ -88,9 +91,22 @@ def fetched_batch(batch: DecodedBatch) -> FetchedBatch:
     if not batch.is_control:
         return FetchedBatch(batch.base_offset, batch.last_offset, batch.producer_id, batch.is_transactional, None,
                             tuple(batch.records))
+    return _control_batch(batch, batch.records)
+
+
+def fetched_header(buf, header: BatchHeader) -> FetchedBatch:
+    """What the read_committed rule needs of a batch in `buf`, without its records: only a control batch's
+    one record is decoded, for its type."""
+    if not header.is_control:
+        return FetchedBatch(header.base_offset, header.last_offset, header.producer_id, header.is_transactional,
+                            None)
+    return _control_batch(header, decode_body(buf, header))
+
+
+def _control_batch(header: BatchHeader, records: Sequence[Record]) -> FetchedBatch:
     try:
-        control_type = control_type_id(batch.records[0].key) if batch.records else ControlType.UNKNOWN
+        control_type = control_type_id(records[0].key) if records else ControlType.UNKNOWN
     except ValueError as error:
-        raise CorruptBatchError(batch.position, f"control batch at offset {batch.base_offset}: {error}") from None
-    return FetchedBatch(batch.base_offset, batch.last_offset, batch.producer_id, batch.is_transactional,
+        raise CorruptBatchError(header.position, f"control batch at offset {header.base_offset}: {error}") from None
+    return FetchedBatch(header.base_offset, header.last_offset, header.producer_id, header.is_transactional,
                         control_type, ())

@@ -54,6 +54,10 @@ def producer_append(headers: Sequence[BatchHeader]) -> ProducerAppend | str | No
         return (f"an idempotent producer sends one batch per partition in a request, not {len(headers)} "
                 f"({len(with_producer)} with a producer id)")
     header = headers[0]
+    if header.producer_epoch < 0 or header.base_sequence < 0:
+        # Refused here, before a transactional batch's verification asks its coordinator about it.
+        return (f"producer {header.producer_id} sent epoch {header.producer_epoch} and sequence "
+                f"{header.base_sequence}; neither may be negative")
     return ProducerAppend(header.producer_id, header.producer_epoch, header.base_sequence,
                           last_sequence(header.base_sequence, header.last_offset_delta + 1), header.is_transactional)
 

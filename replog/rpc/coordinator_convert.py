@@ -18,6 +18,7 @@ from replog.core.group.requests import (
     ListedGroup,
     OffsetCommit,
     PartitionError,
+    TxnCommitRequest,
 )
 from replog.core.messages import BrokerEndpoint
 from replog.core.topic_partition import TopicPartition
@@ -35,6 +36,15 @@ def partitions_of(topics: Iterable[common_pb2.TopicPartitions]) -> dict[str, fro
 def topic_partitions(partitions: Partitions) -> list[common_pb2.TopicPartitions]:
     return [common_pb2.TopicPartitions(topic=topic, partitions=sorted(partitions[topic]))
             for topic in sorted(partitions) if partitions[topic]]
+
+
+def grouped(partitions: Iterable[TopicPartition]) -> list[common_pb2.TopicPartitions]:
+    """Partitions as the wire lists them: by topic, each topic's indexes sorted."""
+    topics: dict[str, set[int]] = {}
+    for tp in partitions:
+        topics.setdefault(tp.topic, set()).add(tp.partition)
+    return [common_pb2.TopicPartitions(topic=topic, partitions=sorted(indexes))
+            for topic, indexes in sorted(topics.items())]
 
 
 def keys_of(topics: Iterable[common_pb2.TopicPartitions]) -> list[TopicPartition]:
@@ -97,13 +107,19 @@ def heartbeat_refused(request: coordinator_pb2.ConsumerGroupHeartbeatRequest, er
 # -- offsets ----------------------------------------------------------------------------------
 
 
+def _offsets_of(topics: Iterable[coordinator_pb2.OffsetCommitTopic]) -> dict[TopicPartition, OffsetCommit]:
+    return {TopicPartition(topic.topic, p.partition): OffsetCommit(p.committed_offset, p.committed_leader_epoch,
+                                                                   p.committed_metadata)
+            for topic in topics for p in topic.partitions}
+
+
 def commit_request_of(request: coordinator_pb2.OffsetCommitRequest) -> CommitRequest:
-    offsets = {
-        TopicPartition(topic.topic, p.partition): OffsetCommit(p.committed_offset, p.committed_leader_epoch,
-                                                               p.committed_metadata)
-        for topic in request.topics for p in topic.partitions
-    }
-    return CommitRequest(request.group_id, request.member_id, request.member_epoch, offsets)
+    return CommitRequest(request.group_id, request.member_id, request.member_epoch, _offsets_of(request.topics))
+
+
+def txn_commit_request_of(request: coordinator_pb2.TxnOffsetCommitRequest) -> TxnCommitRequest:
+    return TxnCommitRequest(request.transactional_id, request.group_id, request.producer_id, request.producer_epoch,
+                            request.member_id, request.member_epoch, _offsets_of(request.topics))
 
 
 def _topic_of(response: Any, topics: dict[str, Any], topic: str) -> Any:
@@ -114,8 +130,10 @@ def _topic_of(response: Any, topics: dict[str, Any], topic: str) -> Any:
     return entry
 
 
-def commit_response(outcomes: Mapping[TopicPartition, PartitionError]) -> coordinator_pb2.OffsetCommitResponse:
-    response = coordinator_pb2.OffsetCommitResponse()
+def commit_response(outcomes: Mapping[TopicPartition, PartitionError],
+                    response_type: Any = coordinator_pb2.OffsetCommitResponse) -> Any:
+    """An OffsetCommitResponse (or a TxnOffsetCommitResponse, which has the same shape)."""
+    response = response_type()
     topics: dict[str, Any] = {}
     for tp in sorted(outcomes):
         outcome = outcomes[tp]
@@ -130,7 +148,7 @@ def fetch_offsets_response(offsets: Mapping[TopicPartition, CommittedOffset]) ->
     for tp in sorted(offsets):
         committed = offsets[tp]
         _topic_of(response, topics, tp.topic).partitions.add(
-            partition=tp.partition, error_code=int(ErrorCode.NONE), committed_offset=committed.offset,
+            partition=tp.partition, error_code=int(committed.error), committed_offset=committed.offset,
             committed_leader_epoch=committed.leader_epoch, committed_metadata=committed.metadata,
             commit_timestamp_ms=committed.commit_timestamp_ms)
     return response

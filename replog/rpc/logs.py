@@ -20,11 +20,11 @@ from typing import Any
 FORMATS = ("text", "json")
 FORMAT_ENV = "REPLOG_LOG_FORMAT"
 # The fields a log call may add with fields(); each goes into the JSON line under its own name.
-CONTEXT_FIELDS = ("topic", "partition", "group")
+CONTEXT_FIELDS = ("topic", "partition", "group", "transactional_id", "producer_id", "producer_epoch")
 
 
 def fields(event: str, **context: Any) -> dict[str, Any]:
-    """The `extra` of a log call: a stable event name and what it is about (topic, partition, group)."""
+    """The `extra` of a log call: a stable event name and what it is about (topic, partition, group, transaction)."""
     unknown = context.keys() - set(CONTEXT_FIELDS)
     if unknown:
         raise ValueError(f"log fields {sorted(unknown)} are not among {CONTEXT_FIELDS}")

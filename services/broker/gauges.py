@@ -22,6 +22,9 @@ def update_gauges(broker_id: int, drivers: Iterable[PartitionDriver]) -> None:
         leadership = driver.replica.leadership
         if leadership is None:
             continue
+        metrics.PRODUCER_IDS.labels(*labels).set(driver.replica.producer_count)
+        metrics.LAST_STABLE_OFFSET_LAG.labels(*labels).set(
+            driver.replica.high_watermark - driver.replica.last_stable_offset)
         for replica in leadership.replicas:
             if replica != broker_id:
                 lag = driver.replica.log_end_offset - leadership.follower_log_end_offset(replica)

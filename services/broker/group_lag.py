@@ -18,12 +18,12 @@ import grpc
 
 from replog.api.broker.v1 import broker_pb2_grpc
 from replog.broker import metrics
+from replog.broker.broker_channels import BrokerChannels
 from replog.broker.group_coordinator import GroupCoordinators
 from replog.broker.partitions import Partitions
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
 from replog.rpc.broker_convert import latest_offsets_request
-from replog.rpc.server import channel_options
 
 log = logging.getLogger("replog.broker")
 
@@ -32,11 +32,10 @@ LIST_OFFSETS_TIMEOUT_S = 5.0
 
 
 class GroupLagReporter:
-    def __init__(self, coordinators: GroupCoordinators, partitions: Partitions, message_bytes_max: int) -> None:
+    def __init__(self, coordinators: GroupCoordinators, partitions: Partitions, channels: BrokerChannels) -> None:
         self._coordinators = coordinators
         self._partitions = partitions
-        self._options = channel_options(message_bytes_max)
-        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._channels = channels
         self._reported: set[tuple[str, str, str]] = set()
         self._task: asyncio.Task[None] | None = None
 
@@ -46,8 +45,6 @@ class GroupLagReporter:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-        for channel in self._channels.values():
-            await channel.close()
 
     async def _run(self) -> None:
         while True:
@@ -59,7 +56,7 @@ class GroupLagReporter:
 
     async def report(self) -> None:
         committed: dict[TopicPartition, list[tuple[str, int]]] = {}
-        for shard in self._coordinators.all_shards():
+        for shard in self._coordinators.all_cores():
             for group_id in shard.offsets.group_ids():
                 for tp, value in shard.offsets.of(group_id).items():
                     committed.setdefault(tp, []).append((group_id, value.offset))
@@ -95,11 +92,8 @@ class GroupLagReporter:
         return ends
 
     async def _ask(self, address: str, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-        channel = self._channels.get(address)
-        if channel is None:
-            channel = self._channels[address] = grpc.aio.insecure_channel(address, options=self._options)
         try:
-            response = await broker_pb2_grpc.BrokerServiceStub(channel).ListOffsets(
+            response = await broker_pb2_grpc.BrokerServiceStub(self._channels.get(address)).ListOffsets(
                 latest_offsets_request(partitions), timeout=LIST_OFFSETS_TIMEOUT_S)
         except grpc.aio.AioRpcError as error:
             log.debug("lag: ListOffsets at %s failed: %s", address, error.code().name)

@@ -55,6 +55,23 @@ GROUP_COMMIT_SECONDS = prometheus_client.Histogram(
 PRODUCER_IDS_ISSUED = prometheus_client.Counter(
     "replog_producer_ids_issued_total", "Producer ids this broker handed out (InitProducerId).")
 
+# Transactions (DESIGN §14, §17): the coordinator's side, served by the broker coordinating each id...
+TRANSACTIONS = prometheus_client.Gauge(
+    "replog_transactions", "Transactional ids coordinated here, by state (Kafka's names: Empty, Ongoing, "
+    "PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort).", ["state"])
+TXN_MARKER_LATENCY = prometheus_client.Histogram(
+    "replog_txn_marker_latency_seconds",
+    "From a transaction's decision (PREPARE_*) being committed until every partition has its marker.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+# ...and the partitions' side, by each partition's leader.
+PRODUCER_IDS = prometheus_client.Gauge(
+    "replog_producer_ids", "Producer ids a partition led here keeps state for (idempotent and transactional).",
+    ["topic", "partition"])
+LAST_STABLE_OFFSET_LAG = prometheus_client.Gauge(
+    "replog_last_stable_offset_lag",
+    "High watermark minus last stable offset of a partition led here: records an open transaction holds back "
+    "from read_committed consumers.", ["topic", "partition"])
+
 
 class LogDirCollector(Collector):
     """The size and free space of each log dir's filesystem, read when scraped (KIP-827's

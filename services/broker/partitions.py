@@ -29,6 +29,7 @@ from replog.core.partition_driver import LogOpFailed, PartitionDriver
 from replog.core.producer_state import ProducerAppend
 from replog.core.replica import Role
 from replog.core.topic_partition import TopicPartition
+from replog.core.txn.markers import TxnMarker
 from replog.rpc import logs
 
 log = logging.getLogger("replog.broker")
@@ -41,8 +42,8 @@ __all__ = ["Partitions", "TopicSettings", "now_ms"]
 VerifyTransaction = Callable[[str, ProducerAppend, TopicPartition], Awaitable[ErrorCode]]
 
 
-async def _accept_unverified(transactional_id: str, producer: ProducerAppend, key: TopicPartition) -> ErrorCode:
-    return ErrorCode.NONE
+async def _no_coordinator(transactional_id: str, producer: ProducerAppend, key: TopicPartition) -> ErrorCode:
+    return ErrorCode.NOT_ENOUGH_REPLICAS  # retriable: the broker is still starting
 
 
 class Partitions:
@@ -68,7 +69,10 @@ class Partitions:
         self.produce_waiters = ProduceWaiters()
         # Asks a transactional id's coordinator whether a partition is in the producer's ongoing
         # transaction (AddPartitionsToTxn, verify-only); the service sets it once it can reach one.
-        self.verify_transaction: VerifyTransaction = _accept_unverified
+        self.verify_transaction: VerifyTransaction = _no_coordinator
+        # Hears every marker a partition led here appended (the group coordinators complete the
+        # offsets a transaction committed in __consumer_offsets).
+        self.marker_appended: Callable[[PartitionDriver, TxnMarker], None] = lambda driver, marker: None
         self.verifications: dict[tuple[TopicPartition, int, int], asyncio.Future[ErrorCode]] = {}
         self.fetch_waiters = FetchWaiters()
         self._checkpointing: asyncio.Task[None] | None = None

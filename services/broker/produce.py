@@ -25,6 +25,7 @@ from replog.core.errors import ErrorCode
 from replog.core.leader import check_acks
 from replog.core.messages import ACKS_ALL, CompleteProduce, ProduceRequest
 from replog.core.partition_driver import PartitionDriver
+from replog.core.producer_state import ProducerAppend
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.markers import TxnMarker
 from replog.protocol.batch import validate_batches
@@ -134,13 +135,11 @@ def _submit(partitions: Partitions, driver: PartitionDriver, produce: ProduceReq
     return waiter
 
 
-async def _verify_then_append(partitions: Partitions, driver: PartitionDriver, transactional_id: str,
-                              produce: ProduceRequest) -> CompleteProduce:
-    """KIP-890: the first batch of a transaction on a partition is appended only once its coordinator
-    says the partition is in the producer's ongoing transaction; no late write opens a transaction no
-    marker will close. Batches of the same producer arriving meanwhile wait for the same answer, and
-    are appended in the order they came."""
-    producer = produce.producer
+async def verify(partitions: Partitions, driver: PartitionDriver, transactional_id: str,
+                 producer: ProducerAppend) -> ErrorCode:
+    """KIP-890: ask the transactional id's coordinator whether the partition is in the producer's ongoing
+    transaction at this epoch, and note its yes on the partition. Writes of the same producer, epoch and
+    partition arriving meanwhile wait for the same answer."""
     asking = (driver.topic_partition, producer.producer_id, producer.producer_epoch)
     verification = partitions.verifications.get(asking)
     if verification is None:
@@ -152,9 +151,19 @@ async def _verify_then_append(partitions: Partitions, driver: PartitionDriver, t
     if error != ErrorCode.NONE:
         log.info("%s: transactional id %r (producer %d epoch %d) not verified: %s", driver.name, transactional_id,
                  producer.producer_id, producer.producer_epoch, error.name)
-        return CompleteProduce(produce.request_id, error)
-    if driver.is_leader:
+    elif driver.is_leader:
         driver.replica.verified(producer, now_ms())
+    return error
+
+
+async def _verify_then_append(partitions: Partitions, driver: PartitionDriver, transactional_id: str,
+                              produce: ProduceRequest) -> CompleteProduce:
+    """The first batch of a transaction on a partition is appended only once its coordinator says the
+    partition is in the producer's ongoing transaction: no late write opens a transaction no marker will
+    close. Batches of the same producer waiting together are appended in the order they came."""
+    error = await verify(partitions, driver, transactional_id, produce.producer)
+    if error != ErrorCode.NONE:
+        return CompleteProduce(produce.request_id, error)
     waiter = _submit(partitions, driver, produce, now_ms())
     if waiter is None:
         return CompleteProduce(produce.request_id, ErrorCode.NONE)
@@ -181,8 +190,11 @@ async def handle_write_txn_markers(partitions: Partitions,
                     result.error_message = f"this broker hosts no replica of {key}"
                     continue
                 batch = marker_batch(marker, timestamp_ms=wall_ms())
+                log_end_offset = driver.log.log_end_offset
                 waiter = _submit(partitions, driver, ProduceRequest(0, bytearray(batch), 1, ACKS_ALL,
                                                                     MARKER_TIMEOUT_MS, marker=marker), now)
+                if driver.log.log_end_offset > log_end_offset:
+                    partitions.marker_appended(driver, marker)  # the leader appends at once, or refuses
                 waits.append((result, waiter, key, marker))
     for result, waiter, key, marker in waits:
         completion = await asyncio.shield(waiter)

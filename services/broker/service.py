@@ -13,8 +13,9 @@ from replog import config as configuration
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from replog.api.coordinator.v1 import coordinator_pb2, coordinator_pb2_grpc
 from replog.broker import metrics
+from replog.broker.broker_channels import BrokerChannels
 from replog.broker.controller_channel import ControllerChannel, ProposalKey
-from replog.broker.coordinator_servicer import CoordinatorServicer, OffsetsTopicSettings
+from replog.broker.coordinator_servicer import CoordinatorServicer, InternalTopicSettings
 from replog.broker.fetcher import LeaderFetcher
 from replog.broker.group_coordinator import GroupCoordinators
 from replog.broker.group_lag import GroupLagReporter
@@ -23,12 +24,17 @@ from replog.broker.meta import check_log_dirs
 from replog.broker.partitions import Partitions, TopicSettings, now_ms
 from replog.broker.producer_ids import ProducerIdManager
 from replog.broker.servicer import BrokerServicer
+from replog.broker.txn_coordinator import TransactionCoordinators
+from replog.broker.txn_markers import MarkerSender
+from replog.broker.txn_settings import TXN_SETTINGS, txn_config, txn_timers
+from replog.broker.txn_verification import TransactionVerifier
 from replog.config import Setting
 from replog.core.config import ReplicaConfig
 from replog.core.group.placement import OFFSETS_TOPIC
 from replog.core.messages import AlterPartitionResponse, ProposeIsr, SendFetch
 from replog.core.partition_driver import PartitionDriver
 from replog.core.topic_partition import TopicPartition
+from replog.core.txn.placement import TRANSACTION_STATE_TOPIC
 from replog.rpc import logs
 from replog.storage import LogConfig, LogConfigError
 from replog.zk.store import BrokerRegistration, MetadataStore, Watched
@@ -74,6 +80,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("log.retention.check.interval.ms", configuration.integer(100, 2**31 - 1), 300_000,
             "how often retention deletes old segments and compacted topics are cleaned"),
     *GROUP_SETTINGS,
+    *TXN_SETTINGS,
     *configuration.ZOOKEEPER_SETTINGS,
     *configuration.SERVER_SETTINGS,
 )
@@ -88,7 +95,8 @@ TOPIC_DEFAULTS = {
     "log.flush.interval.messages": "flush.messages",
     "log.flush.interval.ms": "flush.ms",
 }
-REPLICA_SETTINGS = ("replica.lag.time.max.ms", "replica.fetch.wait.max.ms", "replica.fetch.max.bytes")
+REPLICA_SETTINGS = ("replica.lag.time.max.ms", "replica.fetch.wait.max.ms", "replica.fetch.max.bytes",
+                    "transaction.partition.verification.enable")
 
 
 class BrokerProcess:
@@ -123,16 +131,28 @@ class BrokerProcess:
         self._groups = GroupCoordinators(self._partitions, group_config(config),
                                          retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
                                          commit_timeout_ms=config["offsets.commit.timeout.ms"])
-        self._group_lag = GroupLagReporter(self._groups, self._partitions, self._max_message_bytes)
-        self._offsets_topic = OffsetsTopicSettings(config["offsets.topic.num.partitions"],
-                                                   config["offsets.topic.replication.factor"])
+        self._channels = BrokerChannels(self._max_message_bytes)
+        self._group_lag = GroupLagReporter(self._groups, self._partitions, self._channels)
+        self._producer_ids = ProducerIdManager(lambda: self._store.reserve_producer_id_block(self.broker_id))
+        self._transactions = TransactionCoordinators(
+            self._partitions, txn_config(config), txn_timers(config), self._producer_ids,
+            MarkerSender(self.broker_id, self._partitions, self._channels))
+        self._partitions.verify_transaction = TransactionVerifier(self.broker_id, self._partitions,
+                                                                  self._transactions, self._channels)
+        self._partitions.marker_appended = self._groups.marker_appended
+        self._offsets_topic = InternalTopicSettings(OFFSETS_TOPIC, config["offsets.topic.num.partitions"],
+                                                    config["offsets.topic.replication.factor"])
+        self._transaction_topic = InternalTopicSettings(
+            TRANSACTION_STATE_TOPIC, config["transaction.state.log.num.partitions"],
+            config["transaction.state.log.replication.factor"], config["transaction.state.log.min.isr"],
+            config["transaction.state.log.segment.bytes"])
 
     def add_to_server(self, server: grpc.aio.Server) -> Sequence[str]:
         servicer = BrokerServicer(self._partitions, lambda: self.broker_epoch, self._learn_topics)
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(servicer, server)
         coordinator_pb2_grpc.add_CoordinatorServiceServicer_to_server(
-            CoordinatorServicer(self._groups, self._partitions.metadata, self._controller, self._offsets_topic,
-                                ProducerIdManager(lambda: self._store.reserve_producer_id_block(self.broker_id))),
+            CoordinatorServicer(self._groups, self._partitions.metadata, self._controller, self._producer_ids,
+                                self._transactions, self._offsets_topic, self._transaction_topic),
             server)
         return [broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name,
                 coordinator_pb2.DESCRIPTOR.services_by_name["CoordinatorService"].full_name]
@@ -145,6 +165,7 @@ class BrokerProcess:
         self._partitions.start()
         self._controller.start()
         self._groups.start()
+        self._transactions.start()
         self._group_lag.start()
         metrics.PARTITION_COUNT.set(0)
         metrics.LEADER_COUNT.set(0)
@@ -167,6 +188,8 @@ class BrokerProcess:
         await self._controller.stop()
         await self._group_lag.stop()
         await self._groups.stop()
+        await self._transactions.stop()
+        await self._channels.close()
         await self._partitions.close()
         await self._store.stop()
 
@@ -230,6 +253,8 @@ class BrokerProcess:
     def _on_role_changed(self, driver: PartitionDriver) -> None:
         if driver.topic == OFFSETS_TOPIC:
             self._groups.leadership_changed(driver)
+        elif driver.topic == TRANSACTION_STATE_TOPIC:
+            self._transactions.leadership_changed(driver)
 
     def _send_fetch(self, driver: PartitionDriver, message: SendFetch) -> None:
         fetcher = self._fetchers.get(message.leader_id)

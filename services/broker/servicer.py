@@ -12,6 +12,7 @@ from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from replog.broker.fetch import handle_fetch, handle_list_offsets, handle_offsets_for_leader_epoch, new_fetch_sessions
 from replog.broker.partitions import Partitions
 from replog.broker.produce import answer_produce, append_produce, handle_produce, handle_write_txn_markers
+from replog.broker.producers import handle_describe_producers
 from replog.core.errors import ErrorCode
 from replog.rpc.broker_convert import endpoints_of, metadata_partitions, partition_state_of
 from replog.rpc.streams import answer_in_order
@@ -66,6 +67,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     async def WriteTxnMarkers(self, request: broker_pb2.WriteTxnMarkersRequest,
                               context: grpc.aio.ServicerContext) -> broker_pb2.WriteTxnMarkersResponse:
         return await handle_write_txn_markers(self._partitions, request)
+
+    async def DescribeProducers(self, request: broker_pb2.DescribeProducersRequest,
+                                context: grpc.aio.ServicerContext) -> broker_pb2.DescribeProducersResponse:
+        return handle_describe_producers(self._partitions, request)
 
     async def ListOffsets(self, request: broker_pb2.ListOffsetsRequest,
                           context: grpc.aio.ServicerContext) -> broker_pb2.ListOffsetsResponse:

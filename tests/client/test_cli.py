@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from replog.cli import bench, consume, groups
+from replog.cli import bench, consume, groups, transactions
 from replog.cli.bootstrap import bootstrap_address
 from replog.cli.main import build_parser, main
 from replog.cli.topics import describe_report, describe_text, parse_replica_assignment
@@ -18,10 +18,11 @@ from replog.client import (
     MemberDescription,
     OffsetAndMetadata,
     PartitionInfo,
+    ProducerDescription,
     TopicDescription,
     TopicPartition,
+    TransactionDescription,
 )
-
 
 NOWHERE = "127.0.0.1:1"
 
@@ -294,3 +295,39 @@ def test_describe_text_is_kafka_consumer_groups_layout():
     state = groups.state_text(description).splitlines()
     assert state[1].split()[:3] == ["GROUP", "COORDINATOR", "(ID)"]
     assert state[2].split() == ["g", "127.0.0.1:9102", "(2)", "uniform", "Stable", "4", "4", "1"]
+
+
+# -- transactions and producers ---------------------------------------------------------------------
+
+
+def test_a_transaction_is_described_with_its_duration_and_partitions_as_kafka_transactions_shows_it():
+    description = TransactionDescription("writer", "Ongoing", 7, 2, 60_000, 1_000, (TopicPartition("t", 1),), 3)
+    report = transactions.describe_report(description, now_ms=3_500)
+    assert report == {"transactional_id": "writer", "coordinator_id": 3, "state": "Ongoing", "producer_id": 7,
+                      "producer_epoch": 2, "transaction_timeout_ms": 60_000, "transaction_start_time_ms": 1_000,
+                      "transaction_duration_ms": 2_500, "partitions": [{"topic": "t", "partition": 1}]}
+    header, row = transactions.describe_text(report).splitlines()
+    assert header.split() == list(transactions.DESCRIBE_HEADER)
+    assert row.split() == ["3", "writer", "7", "2", "Ongoing", "60000", "1970-01-01T00:00:01.000+00:00", "2500",
+                           "t-1"]
+    idle = TransactionDescription("writer", "CompleteCommit", 7, 3, 60_000, -1, (), 3)
+    assert transactions.describe_report(idle, now_ms=5)["transaction_duration_ms"] is None
+    assert transactions.describe_text(transactions.describe_report(idle, now_ms=5)).split()[-3:] == ["-", "-", "-"]
+
+
+def test_producers_show_null_for_what_the_leader_does_not_know():
+    report = transactions.producers_report(TopicPartition("t", 0), [ProducerDescription(5, 1, -1, -1, 0, -1)])
+    assert report == {"topic": "t", "partition": 0, "producers": [{
+        "producer_id": 5, "producer_epoch": 1, "coordinator_epoch": 0, "last_sequence": None,
+        "last_timestamp_ms": None, "current_transaction_start_offset": None}]}
+
+
+def test_transaction_commands_refuse_bad_input_before_connecting(capsys):
+    code, _out, err = run(capsys, "producers", "--topic", "t", "--partition", "-1", "--bootstrap", NOWHERE)
+    assert code == 1 and "--partition must not be negative" in err
+    code, _out, err = run(capsys, "transactions", "describe", " ", "--bootstrap", NOWHERE)
+    assert code == 1 and "must not be empty" in err
+    with pytest.raises(SystemExit) as raised:
+        run(capsys, "consume", "t", "--isolation-level", "serializable")
+    assert raised.value.code == 2
+    assert "invalid choice: 'serializable'" in capsys.readouterr().err

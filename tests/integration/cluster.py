@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 REPLOG = [sys.executable, "-m", "replog.cli.main"]
@@ -74,3 +74,13 @@ class LocalCluster:
         for kind in ("brokers", "controllers", "metadata"):
             pids += [m["pid"] for m in report[kind]]
         return [p for p in pids if p]
+
+
+def started(tmp_path_factory, name: str, *up_args: str) -> Iterator[LocalCluster]:
+    """A module fixture's body: a cluster started with `replog dev up` and these arguments, always torn down."""
+    local = LocalCluster(str(tmp_path_factory.mktemp(name) / "data"))
+    try:
+        local.up(*up_args)
+        yield local
+    finally:
+        local.down()

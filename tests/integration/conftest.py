@@ -1,26 +1,21 @@
 import pytest
 
 from replog.client import Admin
-from tests.integration.cluster import LocalCluster
+from tests.integration.cluster import LocalCluster, started
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A running cluster of 3 brokers and 2 controllers, shared by one test module."""
-    local = LocalCluster(str(tmp_path_factory.mktemp("cluster") / "data"))
-    local.up("--brokers", "3", "--controllers", "2")
-    yield local
-    local.down()
+    yield from started(tmp_path_factory, "cluster", "--brokers", "3", "--controllers", "2")
 
 
 @pytest.fixture(scope="module")
 def zookeeper(tmp_path_factory):
     """The address of a real ZooKeeper (in the smallest local cluster), for in-process tests that
     give each scenario a chroot of its own."""
-    local = LocalCluster(str(tmp_path_factory.mktemp("zookeeper") / "data"))
-    local.up("--brokers", "1", "--controllers", "1")
-    yield local.status()["zookeeper"]["address"]
-    local.down()
+    for local in started(tmp_path_factory, "zookeeper", "--brokers", "1", "--controllers", "1"):
+        yield local.status()["zookeeper"]["address"]
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from replog.client import (
     Producer,
     TopicPartition,
 )
-
 from tests.integration.cluster import wait_for
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,6 @@ import time
 import pytest
 
 from replog.client import (
-    Admin,
     AdminError,
     ClientError,
     ClientTimeoutError,

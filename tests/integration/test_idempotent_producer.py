@@ -38,15 +38,6 @@ def test_every_broker_hands_out_producer_ids_nobody_else_has(cluster):
     assert log.count("reserved for this broker") >= len(brokers)
 
 
-def test_transactional_init_producer_id_is_refused_in_words_until_transactions_are_served(cluster):
-    address = cluster.status()["brokers"][0]["address"]
-    with grpc.insecure_channel(address) as channel, pytest.raises(grpc.RpcError) as refused:
-        cg.CoordinatorServiceStub(channel).InitProducerId(
-            cp.InitProducerIdRequest(transactional_id="t", producer_id=-1, producer_epoch=-1), timeout=30)
-    assert refused.value.code() is grpc.StatusCode.UNIMPLEMENTED
-    assert "transactional" in refused.value.details()
-
-
 def test_an_idempotent_producer_writes_each_record_once_and_in_order_through_three_leader_kills(cluster):
     bootstrap = cluster.status()["metadata"][0]["address"]
     topic, total = "once", 30_000

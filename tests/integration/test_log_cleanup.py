@@ -5,7 +5,7 @@ import os
 import pytest
 
 from replog.client import Admin, Consumer, NewTopic, Producer, TopicPartition
-from tests.integration.cluster import LocalCluster, wait_for
+from tests.integration.cluster import started, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -14,10 +14,8 @@ SEGMENT_BYTES = 16_384
 
 @pytest.fixture(scope="module")
 def quick_cleanup_cluster(tmp_path_factory):
-    local = LocalCluster(str(tmp_path_factory.mktemp("cleanup") / "data"))
-    local.up("--brokers", "2", "--controllers", "1", "--config", "log.retention.check.interval.ms=500")
-    yield local
-    local.down()
+    yield from started(tmp_path_factory, "cleanup", "--brokers", "2", "--controllers", "1",
+                       "--config", "log.retention.check.interval.ms=500")
 
 
 @pytest.fixture(scope="module")

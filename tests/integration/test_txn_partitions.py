@@ -2,7 +2,8 @@
 coordinator's markers): the last stable offset holds read_committed consumers below an open
 transaction, markers end transactions on the leader and on every follower, a late write or a late
 marker of an ended transaction is refused, and a new leader after a SIGKILL lists the same aborted
-transactions from its own .txnindex."""
+transactions from its own .txnindex. The markers are written by hand here, so the cluster runs without
+the coordinator's verification (transaction.partition.verification.enable=false)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from replog.core.txn.read_committed import read_committed
 from replog.protocol import encode_batch
 from replog.protocol.batch import iter_batches
 from replog.protocol.control import fetched_batch
-from tests.integration.cluster import wait_for
+from tests.integration.cluster import started, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -28,6 +29,12 @@ TOPIC = "txn-partition"
 TP = TopicPartition(TOPIC, 0)
 READ_COMMITTED = bp.ISOLATION_LEVEL_READ_COMMITTED
 READ_UNCOMMITTED = bp.ISOLATION_LEVEL_READ_UNCOMMITTED
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    yield from started(tmp_path_factory, "cluster", "--brokers", "3", "--controllers", "2",
+                       "--config", "transaction.partition.verification.enable=false")
 
 
 def stub(address: str) -> bg.BrokerServiceStub:

@@ -6,7 +6,7 @@ run during a coordinator failover silently misses groups."""
 import asyncio
 
 from replog.api.coordinator.v1 import coordinator_pb2
-from replog.broker.coordinator_servicer import CoordinatorServicer, OffsetsTopicSettings
+from replog.broker.coordinator_servicer import CoordinatorServicer, InternalTopicSettings
 from replog.broker.group_coordinator import GroupCoordinators
 from replog.broker.partitions import Partitions, TopicSettings
 from replog.core.config import ReplicaConfig
@@ -30,7 +30,7 @@ def test_list_groups_while_a_coordinator_loads_answers_load_in_progress(tmp_path
                                 role_changed=role_changed)
         partitions.start()
         coordinators = GroupCoordinators(partitions, GroupConfig(), 600_000, 5_000)
-        servicer = CoordinatorServicer(coordinators, None, None, OffsetsTopicSettings(), None)
+        servicer = CoordinatorServicer(coordinators, None, None, None, None, InternalTopicSettings(), InternalTopicSettings())
         # Leader of an offsets partition: its shard replays the partition before it serves (LOADING).
         partitions.leader_and_isr(OFFSETS_TOPIC, 0, PartitionState(leader=1, leader_epoch=1, isr=(1,),
                                                                     partition_epoch=0, replicas=(1,)))

@@ -6,7 +6,7 @@ commit, as Spark and tools do) commits with epoch -1, allowed while the group
 has no members, as Kafka allows it.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..errors import ErrorCode
@@ -22,6 +22,7 @@ from .requests import (
     PartitionError,
     Result,
     TopicsImage,
+    TxnCommitRequest,
 )
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ class Commits:
         self._shard = shard
         self._config = config
 
-
     def commit_offsets(self, request: CommitRequest, topics: TopicsImage,
                        wall_ms: int) -> Result[dict[TopicPartition, PartitionError]]:
         """Commit offsets; answered per partition, and written before the answer goes out."""
@@ -41,18 +41,47 @@ class Commits:
         if whole is not None:
             return Result({tp: whole for tp in request.offsets})
         batch = Batch(self._shard)
-        outcomes: dict[TopicPartition, PartitionError] = {}
-        for tp, commit in request.offsets.items():
+        records, outcomes = self._records(request.group_id, request.offsets, topics, wall_ms)
+        for record in records:
+            batch.write(record)
+        return batch.result(outcomes)
+
+    def commit_transactional_offsets(self, request: TxnCommitRequest, topics: TopicsImage,
+                                     wall_ms: int) -> Result[dict[TopicPartition, PartitionError]]:
+        """TxnOffsetCommit: the records to write, NOT applied: the driver appends them in one transactional
+        batch of the producer's and, once the log holds them, applies them with `replay_transactional`
+        (a refused append, a fenced producer's, must leave nothing behind)."""
+        if request.producer_id < 0 or request.producer_epoch < 0:
+            whole: PartitionError | None = PartitionError(
+                ErrorCode.INVALID_REQUEST, f"a transactional commit needs the producer's id and epoch, not "
+                                           f"{request.producer_id} and {request.producer_epoch}")
+        elif not request.transactional_id:
+            whole = PartitionError(ErrorCode.INVALID_REQUEST, "a transactional commit needs the transactional id")
+        elif request.member_epoch < 0 and not request.member_id:
+            # A producer that commits for a consumer outside the group's management, as Kafka allows.
+            whole = None if request.group_id else PartitionError(ErrorCode.INVALID_GROUP_ID,
+                                                                 "the group id must not be empty")
+        else:
+            whole = self._check_committer(request)
+        if whole is not None:
+            return Result({tp: whole for tp in request.offsets})
+        records, outcomes = self._records(request.group_id, request.offsets, topics, wall_ms)
+        return Result(outcomes, tuple(records))
+
+    def _records(self, group_id: str, offsets: Mapping[TopicPartition, OffsetCommit], topics: TopicsImage,
+                 wall_ms: int) -> tuple[list[rec.GroupRecord], dict[TopicPartition, PartitionError]]:
+        records, outcomes = [], {}
+        for tp, commit in offsets.items():
             problem = self._check_commit(tp, commit, topics)
             if problem is not None:
                 outcomes[tp] = problem
                 continue
             value = rec.OffsetCommitValue(commit.offset, commit.leader_epoch, commit.metadata, wall_ms)
-            batch.write(rec.offset_commit(request.group_id, tp.topic, tp.partition, value))
+            records.append(rec.offset_commit(group_id, tp.topic, tp.partition, value))
             outcomes[tp] = OK
-        return batch.result(outcomes)
+        return records, outcomes
 
-    def _check_committer(self, request: CommitRequest) -> PartitionError | None:
+    def _check_committer(self, request: CommitRequest | TxnCommitRequest) -> PartitionError | None:
         if not request.group_id:
             return PartitionError(ErrorCode.INVALID_GROUP_ID, "the group id must not be empty")
         group = self._shard.groups.get(request.group_id)

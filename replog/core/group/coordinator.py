@@ -39,6 +39,7 @@ from .requests import (
     PartitionError,
     Result,
     TopicsImage,
+    TxnCommitRequest,
 )
 
 
@@ -82,9 +83,27 @@ class GroupCoordinatorShard:
                        wall_ms: int) -> Result[dict[TopicPartition, PartitionError]]:
         return self._commits.commit_offsets(request, topics, wall_ms)
 
-    def fetch_offsets(self, group_id: str,
-                      partitions: Iterable[TopicPartition] | None) -> dict[TopicPartition, CommittedOffset]:
-        return self.offsets.fetch(group_id, partitions)
+    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None,
+                      require_stable: bool = False) -> dict[TopicPartition, CommittedOffset]:
+        return self.offsets.fetch(group_id, partitions, require_stable)
+
+    # -- offsets committed in transactions ---------------------------------------------------------
+
+    def commit_transactional_offsets(self, request: TxnCommitRequest, topics: TopicsImage,
+                                     wall_ms: int) -> Result[dict[TopicPartition, PartitionError]]:
+        """TxnOffsetCommit. Unlike the other operations, its records are not applied here: the driver
+        writes them as the producer's transactional batch and, once appended, applies each with
+        `replay_transactional`."""
+        return self._commits.commit_transactional_offsets(request, topics, wall_ms)
+
+    def replay_transactional(self, producer_id: int, record: rec.GroupRecord) -> None:
+        """A record of the producer's transactional batch: pending until its marker."""
+        self.offsets.apply_pending(producer_id, record)
+
+    def complete_transaction(self, producer_id: int, commit: bool) -> int:
+        """A marker ended the producer's transaction on this partition; how many offsets it committed or
+        dropped."""
+        return self.offsets.complete_transaction(producer_id, commit)
 
     def delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]
                        ) -> Result[tuple[PartitionError, dict[TopicPartition, PartitionError]]]:

@@ -71,6 +71,19 @@ class CommitRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class TxnCommitRequest:
+    """TxnOffsetCommit: offsets committed in a producer's transaction, visible only once it commits."""
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    member_id: str = ""  # empty, with member_epoch -1, to skip the membership check
+    member_epoch: int = -1
+    offsets: Mapping[TopicPartition, OffsetCommit] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class PartitionError:
     error: ErrorCode
     message: str = ""
@@ -85,6 +98,8 @@ class CommittedOffset:
     leader_epoch: int = -1
     metadata: str = ""
     commit_timestamp_ms: int = -1
+    # UNSTABLE_OFFSET_COMMIT when the caller asked for stable offsets and a transaction has one pending.
+    error: ErrorCode = ErrorCode.NONE
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,22 +29,39 @@ class FetchedBatch:
     records: Sequence[Any] = ()  # each with an `offset`
 
 
+class AbortedFilter:
+    """The rule batch by batch, in offset order, for a reader that decodes batches as it goes (the consumer).
+
+    `aborted` is the fetch answer's aborted transactions, (producer id, first offset).
+    """
+
+    __slots__ = ("_upcoming", "_aborting")
+
+    def __init__(self, aborted: Iterable[tuple[int, int]]) -> None:
+        self._upcoming = deque(sorted((first_offset, producer_id) for producer_id, first_offset in aborted))
+        self._aborting: set[int] = set()
+
+    def keeps(self, batch: FetchedBatch) -> bool:
+        """Whether the batch's records are handed to the application: never a control batch's, nor an
+        aborted transaction's."""
+        upcoming = self._upcoming
+        while upcoming and upcoming[0][0] <= batch.last_offset:
+            self._aborting.add(upcoming.popleft()[1])
+        if batch.control_type is not None:
+            if batch.control_type == ControlType.ABORT:
+                self._aborting.discard(batch.producer_id)
+            return False
+        return not (batch.transactional and batch.producer_id in self._aborting)
+
+
 def read_committed(batches: Iterable[FetchedBatch], aborted: Iterable[tuple[int, int]],
                    last_stable_offset: int) -> list[Any]:
     """The records of `batches` a read_committed consumer sees; `aborted` is (producer id, first offset)."""
-    upcoming = deque(sorted((first_offset, producer_id) for producer_id, first_offset in aborted))
-    aborting: set[int] = set()
+    kept = AbortedFilter(aborted)
     visible = []
     for batch in batches:
         if batch.base_offset >= last_stable_offset:
             break
-        while upcoming and upcoming[0][0] <= batch.last_offset:
-            aborting.add(upcoming.popleft()[1])
-        if batch.control_type is not None:
-            if batch.control_type == ControlType.ABORT:
-                aborting.discard(batch.producer_id)
-            continue
-        if batch.transactional and batch.producer_id in aborting:
-            continue
-        visible += [record for record in batch.records if record.offset < last_stable_offset]
+        if kept.keeps(batch):
+            visible += [record for record in batch.records if record.offset < last_stable_offset]
     return visible

@@ -1,8 +1,8 @@
 """The controller and coordinators dashboard: who is active, the controller's event queue,
 elections and their latency, and how fast metadata reaches the metadata services.
 
-Transactions (by state, marker latency) join here once the transaction coordinator serves
-its metrics."""
+Transactions (by state, marker latency) join here once the live monitoring scenario runs
+transactional traffic to fill them; the brokers serve those metrics."""
 
 from __future__ import annotations
 

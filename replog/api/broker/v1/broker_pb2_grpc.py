@@ -96,6 +96,11 @@ class BrokerServiceStub:
                 request_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
                 response_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
                 _registered_method=True)
+        self.DescribeProducers = channel.unary_unary(
+                '/replog.api.broker.v1.BrokerService/DescribeProducers',
+                request_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
+                response_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeProducersResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServiceServicer:
@@ -193,6 +198,15 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeProducers(self, request, context):
+        """Describes the active producers of partitions this broker leads: their
+        ids, epochs, last sequence numbers and open transactions (Kafka's
+        DescribeProducers, what kafka-transactions.sh describe-producers shows).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -245,6 +259,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.WriteTxnMarkers,
                     request_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.FromString,
                     response_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.SerializeToString,
+            ),
+            'DescribeProducers': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeProducers,
+                    request_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeProducersRequest.FromString,
+                    response_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeProducersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -529,6 +548,33 @@ class BrokerService:
             '/replog.api.broker.v1.BrokerService/WriteTxnMarkers',
             replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
             replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeProducers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/replog.api.broker.v1.BrokerService/DescribeProducers',
+            replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
+            replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeProducersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,77 @@
+"""KIP-890 part 1 on the partition side: before a transaction's first batch on a partition led here is
+appended, ask the transactional id's coordinator (AddPartitionsToTxn, verify-only) whether the partition is in
+the producer's ongoing transaction at the batch's epoch.
+
+The coordinator is the leader of the id's `__transaction_state` partition as this broker's metadata cache
+knows it: this broker itself (its coordinator is asked directly) or another one (over gRPC). The answer
+becomes the produce answer by `replog.core.txn.verification.produce_error`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+
+from replog.api.coordinator.v1 import coordinator_pb2_grpc
+from replog.broker.broker_channels import BrokerChannels
+from replog.broker.coordinator_shards import CoordinatorError
+from replog.broker.partitions import Partitions
+from replog.broker.replicas import wall_ms
+from replog.broker.txn_coordinator import TransactionCoordinators
+from replog.core.errors import ErrorCode
+from replog.core.producer_state import ProducerAppend
+from replog.core.topic_partition import TopicPartition
+from replog.core.txn.placement import TRANSACTION_STATE_TOPIC, partition_for_transactional_id
+from replog.core.txn.requests import AddPartitionsRequest, AddPartitionsResponse
+from replog.core.txn.verification import produce_error
+from replog.rpc import txn_convert
+
+log = logging.getLogger("replog.broker")
+
+VERIFY_TIMEOUT_S = 10.0
+
+
+class TransactionVerifier:
+    def __init__(self, broker_id: int, partitions: Partitions, coordinators: TransactionCoordinators,
+                 channels: BrokerChannels) -> None:
+        self._broker_id = broker_id
+        self._partitions = partitions
+        self._coordinators = coordinators
+        self._channels = channels
+
+    async def __call__(self, transactional_id: str, producer: ProducerAppend, key: TopicPartition) -> ErrorCode:
+        """The produce answer to the batch: NONE when the coordinator verified the partition."""
+        request = AddPartitionsRequest(transactional_id, producer.producer_id, producer.producer_epoch,
+                                       frozenset({key}), verify_only=True)
+        answer = await self._ask(request)
+        error = answer.error if answer.error != ErrorCode.NONE else answer.results.get(key, ErrorCode.INVALID_TXN_STATE)
+        return produce_error(error)[0]
+
+    async def _ask(self, request: AddPartitionsRequest) -> AddPartitionsResponse:
+        metadata = self._partitions.metadata
+        count = metadata.partition_counts.get(TRANSACTION_STATE_TOPIC, 0)
+        if not count:
+            return AddPartitionsResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        coordinator = metadata.leader_of(TopicPartition(TRANSACTION_STATE_TOPIC,
+                                                        partition_for_transactional_id(request.transactional_id,
+                                                                                       count)))
+        if coordinator is None:
+            return AddPartitionsResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if coordinator.broker_id == self._broker_id:
+            try:
+                return await self._coordinators.run(
+                    request.transactional_id,
+                    lambda core: core.add_partitions(request, metadata.partition_counts, wall_ms()))
+            except CoordinatorError as error:
+                return AddPartitionsResponse(error.error, error.message)
+        stub = coordinator_pb2_grpc.CoordinatorServiceStub(self._channels.get(coordinator.address))
+        try:
+            response = await stub.AddPartitionsToTxn(txn_convert.add_partitions_request(request),
+                                                     timeout=VERIFY_TIMEOUT_S)
+        except grpc.aio.AioRpcError as error:
+            log.info("verifying transactional id %r at broker %d failed: %s", request.transactional_id,
+                     coordinator.broker_id, error.code().name)
+            timed_out = error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            return AddPartitionsResponse(ErrorCode.REQUEST_TIMED_OUT if timed_out else ErrorCode.NETWORK_EXCEPTION)
+        return txn_convert.add_partitions_response_of(response)
