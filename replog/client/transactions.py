@@ -181,8 +181,13 @@ class TransactionManager:
             self._wakeup()
 
     def batch_failed(self, code: ErrorCode, error: ClientError) -> None:
-        """A batch failed for good: the transaction cannot commit, or (fenced) the producer is done."""
-        self._fail(reaction(Request.PRODUCE, code), error)
+        """A batch failed for good: the transaction cannot commit, or (fenced) the producer is done; what
+        the application is told later (at commit_transaction(), send()) says which."""
+        what = reaction(Request.PRODUCE, code)
+        if what is Reaction.FENCED:
+            error = ProducerFencedError(f"{error}; a newer producer with the same transactional id fenced this one: "
+                                        "close it", code)
+        self._fail(what, error)
 
     async def initialize(self, timeout_s: float) -> None:
         request = requests.init_producer_id_request(self.transactional_id, self._timeout_ms)
