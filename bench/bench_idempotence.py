@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import tempfile
 from typing import Any
 
 import pipeline_ceiling
-from bench_replication import replog, summary
+from bench_replication import dev_cluster, fractions, produce_acks_all, summary
 
 CEILING = "ceiling"
 PRODUCERS = {  # case: the `replog bench produce` flags that make it
@@ -40,28 +38,15 @@ PRODUCERS = {  # case: the `replog bench produce` flags that make it
 GOAL_OF_CEILING = 0.7
 
 
-def produce(data_dir: str, record_size: int, records: int, flags: tuple[str, ...]) -> dict[str, Any]:
-    result = json.loads(replog(data_dir, "bench", "produce", "--records", str(records), "--record-size",
-                               str(record_size), "--acks", "all", "--partitions", "6", "--replication-factor", "3",
-                               *flags, "--json"))
-    replog(data_dir, "topics", "delete", result["topic"])
-    return result
-
-
 def run(runs: int, records: dict[int, int]) -> dict[int, dict[str, list[dict[str, Any]]]]:
     """Every case's results per record size, in the order of the runs."""
     results: dict[int, dict[str, list[dict[str, Any]]]] = {size: {} for size in records}
-    with tempfile.TemporaryDirectory(prefix="replog-bench-idempotence-") as scratch:
-        data_dir = f"{scratch}/cluster"
-        replog(data_dir, "dev", "up", "--brokers", "3", "--controllers", "1")
-        try:
-            for _ in range(runs):
-                for size, count in records.items():
-                    results[size].setdefault(CEILING, []).append(pipeline_ceiling.run(size, count))
-                    for case, flags in PRODUCERS.items():
-                        results[size].setdefault(case, []).append(produce(data_dir, size, count, flags))
-        finally:
-            replog(data_dir, "dev", "down")
+    with dev_cluster("replog-bench-idempotence-") as data_dir:
+        for _ in range(runs):
+            for size, count in records.items():
+                results[size].setdefault(CEILING, []).append(pipeline_ceiling.run(size, count))
+                for case, flags in PRODUCERS.items():
+                    results[size].setdefault(case, []).append(produce_acks_all(data_dir, size, count, flags))
     return results
 
 
@@ -74,10 +59,7 @@ def report(results: dict[int, dict[str, list[dict[str, Any]]]]) -> dict[str, Any
             if case == CEILING:
                 row["encode_records_per_s"] = summary([r["encode_records_per_s"] for r in rows])
             else:
-                shares = [r["records_per_s"] / c for r, c in zip(rows, ceiling)]
-                row["of_ceiling"] = {key: round(value, 2) for key, value in
-                                     (("median", statistics.median(shares)), ("min", min(shares)),
-                                      ("max", max(shares)))}
+                row["of_ceiling"] = fractions([r["records_per_s"] for r in rows], ceiling)
             table[f"{size} B {case}"] = row
     return table
 

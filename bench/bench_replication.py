@@ -12,12 +12,14 @@ gRPC ceiling at the message size the producer sends, on a stream as the producer
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,6 +39,35 @@ def replog(data_dir: str, *args: str) -> str:
     if result.returncode != 0:
         raise SystemExit(f"replog {' '.join(args)} failed:\n{result.stderr}")
     return result.stdout
+
+
+@contextlib.contextmanager
+def dev_cluster(prefix: str, controllers: int = 1) -> Iterator[str]:
+    """`replog dev up` with 3 brokers in a temporary directory, for the length of the block: its data dir."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+        data_dir = os.path.join(scratch, "cluster")
+        replog(data_dir, "dev", "up", "--brokers", "3", "--controllers", str(controllers))
+        try:
+            yield data_dir
+        finally:
+            replog(data_dir, "dev", "down")
+
+
+def produce_acks_all(data_dir: str, record_size: int, records: int, flags: tuple[str, ...]) -> dict[str, Any]:
+    """`replog bench produce` acks=all on a new topic of 6 partitions and 3 replicas, deleted afterwards so
+    that every run finds the same cluster."""
+    result = json.loads(replog(data_dir, "bench", "produce", "--records", str(records), "--record-size",
+                               str(record_size), "--acks", "all", "--partitions", "6", "--replication-factor", "3",
+                               *flags, "--json"))
+    replog(data_dir, "topics", "delete", result["topic"])
+    return result
+
+
+def fractions(values: list[float], baselines: list[float]) -> dict[str, float]:
+    """Each run's value over the same run's baseline: median, min and max."""
+    shares = [value / baseline for value, baseline in zip(values, baselines)]
+    return {"median": round(statistics.median(shares), 2), "min": round(min(shares), 2),
+            "max": round(max(shares), 2)}
 
 
 def grpc_ceiling(size: int) -> dict[str, Any]:

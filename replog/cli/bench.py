@@ -53,6 +53,9 @@ def add_commands(commands: Any) -> None:
                         help="the producer's enable.idempotence (default: true with acks=all, as Kafka)")
     parser.add_argument("--max-in-flight", type=int, default=5, metavar="N",
                         help="the producer's max.in.flight.requests.per.connection (default 5)")
+    parser.add_argument("--transaction-records", type=int, metavar="N",
+                        help="produce: send in transactions of N records each (a transactional producer: "
+                        "begin, send N, commit), to compare with the same load without transactions")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_cluster_arguments(parser)
     parser.set_defaults(handler=_bench)
@@ -74,6 +77,12 @@ def check_args(args: argparse.Namespace) -> None:
         raise ClientError("--max-in-flight must be at least 1")
     if args.enable_idempotence == "true" and (args.acks not in ("all", "-1") or args.max_in_flight > 5):
         raise ClientError("--enable-idempotence true needs --acks all and --max-in-flight of at most 5")
+    if args.transaction_records is not None:
+        if args.kind != "produce" or args.transaction_records < 1:
+            raise ClientError("--transaction-records N (N at least 1) is for `bench produce`")
+        if args.acks not in ("all", "-1") or args.enable_idempotence == "false" or args.max_in_flight > 5:
+            raise ClientError("--transaction-records needs an idempotent producer: --acks all, idempotence on, "
+                              "--max-in-flight of at most 5")
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -128,8 +137,12 @@ def producer_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def bench_produce(bootstrap: str, topic: str, args: argparse.Namespace) -> dict[str, Any]:
     value = os.urandom(args.record_size)
-    with Producer(bootstrap, **producer_options(args)) as producer:
+    in_transactions = args.transaction_records is not None
+    options = producer_options(args) | ({"transactional_id": f"{topic}-producer"} if in_transactions else {})
+    with Producer(bootstrap, **options) as producer:
         producer.partitions_for(topic)
+        if in_transactions:
+            producer.init_transactions()
         started = time.perf_counter()
         results = []
         sent = 0
@@ -138,12 +151,21 @@ def bench_produce(bootstrap: str, topic: str, args: argparse.Namespace) -> dict[
             if count == 0:
                 time.sleep(min(E2E_SEND_TICK_S, 1 / args.rate))
                 continue
+            if in_transactions:
+                count = min(count, args.transaction_records)
+                producer.begin_transaction()
             results.append(producer.send_many(topic, [value] * count))
+            if in_transactions:
+                producer.commit_transaction()
             sent += count
         producer.flush()
         elapsed = time.perf_counter() - started
     _raise_first_failure(results)
-    return rates(args.records, args.record_size, elapsed)
+    result = rates(args.records, args.record_size, elapsed)
+    if in_transactions:
+        result |= {"transaction_records": args.transaction_records,
+                   "transactions_per_s": round(-(-args.records // args.transaction_records) / elapsed, 1)}
+    return result
 
 
 def bench_consume(bootstrap: str, topic: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -288,6 +310,8 @@ def summary(result: dict[str, Any]) -> str:
     line = (f"{result['kind']}: {result['records']} records of {result['record_size']} bytes, acks={result['acks']}, "
             f"{result['partitions']} partitions, replication factor {result['replication_factor']}: "
             f"{result['records_per_s']:,.0f} records/s, {result['mb_per_s']:.2f} MiB/s")
+    if "transaction_records" in result:
+        line += f", in transactions of {result['transaction_records']} ({result['transactions_per_s']:,.0f}/s)"
     if "p50_ms" in result:
         line += (f"; latency p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms, "
                  f"p99.9 {result['p999_ms']} ms, max {result['max_ms']} ms")

@@ -45,6 +45,7 @@ Coordinator = tuple[int, str]  # broker id, "host:port"
 
 FIND_AGAIN = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
 LOADING = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
+ENDING_BACKOFF_MS = 5.0  # the first wait after CONCURRENT_TRANSACTIONS, doubling up to retry_backoff_ms
 
 GROUP = "group"
 TRANSACTION = "transactional id"
@@ -115,7 +116,7 @@ class Coordinators:
         nor anything `passing` (by default: still loading); returns the answer and the coordinator that
         gave it. ClientTimeoutError when timeout_s passes first."""
         deadline = time.monotonic() + timeout_s
-        attempt = 0
+        attempt = ending_attempt = 0
         while True:
             coordinator = await self.find(key, deadline)
             call_timeout_s = max(min(self._request_timeout_s, deadline - time.monotonic()), 0.001)
@@ -132,6 +133,13 @@ class Coordinators:
                 elif not found & passing:
                     return response, coordinator
                 problem = f"broker {coordinator[0]} answered {', '.join(sorted(c.name for c in found))}"
+                if ErrorCode.CONCURRENT_TRANSACTIONS in found:
+                    # The last transaction's markers are going out: a matter of milliseconds, so the
+                    # retries start short (Kafka's producer retries these after 20 ms for the same reason).
+                    ending_attempt += 1
+                    await self._back_off(ending_attempt, deadline, f"{method} for {self._key_type} {key!r} did "
+                                         "not succeed", problem, ENDING_BACKOFF_MS)
+                    continue
             attempt += 1
             await self._back_off(attempt, deadline, f"{method} for {self._key_type} {key!r} did not succeed", problem)
 
@@ -162,8 +170,13 @@ class Coordinators:
                               code)
         return offsets if partitions is None else {tp: offsets.get(tp) for tp in partitions}
 
-    async def _back_off(self, attempt: int, deadline: float, what: str, problem: str) -> None:
-        wait_s = backoff_ms(attempt, self._retry_backoff_ms, jitter=self._rng.random()) / 1000
+    async def _back_off(self, attempt: int, deadline: float, what: str, problem: str,
+                        base_ms: float | None = None) -> None:
+        """Wait before the next attempt: from retry_backoff_ms up, or from `base_ms` up to retry_backoff_ms."""
+        jitter = self._rng.random()
+        wait_ms = (backoff_ms(attempt, self._retry_backoff_ms, jitter=jitter) if base_ms is None
+                   else backoff_ms(attempt, base_ms, jitter=jitter, max_ms=self._retry_backoff_ms))
+        wait_s = wait_ms / 1000
         if time.monotonic() + wait_s >= deadline:
             raise ClientTimeoutError(f"{what} in time: {problem}" if problem else f"{what} in time")
         log.debug("%s yet (%s); retrying", what, problem)
