@@ -1,6 +1,7 @@
 'use strict';
 // replog's Node.js client: a Producer and a Consumer (with consumer groups) on the gRPC API of proto/.
 
+const { Consumer } = require('./consumer');
 const { Producer } = require('./producer');
 const { ReplogError, RETRIABLE } = require('./errors');
 const { BatchBuilder, CorruptBatchError, decodeBatches, encodeBatch } = require('./records');
@@ -9,6 +10,7 @@ const { crc32c } = require('./crc32c');
 
 module.exports = {
   BatchBuilder,
+  Consumer,
   CorruptBatchError,
   Producer,
   RETRIABLE,
