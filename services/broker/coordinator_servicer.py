@@ -34,6 +34,7 @@ from replog.core.group.requests import PartitionError
 from replog.core.topic_partition import TopicPartition
 from replog.core.topic_plan import NewTopic
 from replog.rpc import coordinator_convert as convert
+from replog.rpc import status
 
 log = logging.getLogger("replog.broker")
 
@@ -154,8 +155,9 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
     async def InitProducerId(self, request: coordinator_pb2.InitProducerIdRequest,
                              context: grpc.aio.ServicerContext) -> coordinator_pb2.InitProducerIdResponse:
         if request.HasField("transactional_id"):
-            await context.abort(grpc.StatusCode.UNIMPLEMENTED,
-                                "transactional producers are not served yet: leave transactional_id unset")
+            await status.abort(context, grpc.StatusCode.UNIMPLEMENTED,
+                               "transactional producers are not served yet: leave transactional_id unset",
+                               ErrorCode.INVALID_REQUEST)
         try:
             producer_id = await self._producer_ids.next_id()
         except Exception as error:  # ZooKeeper unreachable or the ids used up: the client retries elsewhere
