@@ -39,6 +39,7 @@ class Cluster {
     this.brokers = new Map(); // id -> "host:port"
     this.topics = new Map(); // name -> {partitions: Map(partition -> {leader, leaderEpoch})} or {error}
     this.clients = new Map(); // "host:port" -> {broker, coordinator}
+    this.controllerAddress = null; // the active controller, "host:port"
     this.refreshing = null;
   }
 
@@ -66,6 +67,7 @@ class Cluster {
   }
 
   _learn(response) {
+    this.controllerAddress = response.controller ? `${response.controller.host}:${response.controller.port}` : null;
     for (const broker of response.brokers) this.brokers.set(broker.broker_id, `${broker.host}:${broker.port}`);
     for (const topic of response.topics) {
       const error = errorName(topic.error_code);
@@ -135,6 +137,18 @@ class Cluster {
     return this._clientsAt(this._address(brokerId)).broker;
   }
 
+  /** A ControllerService client on the active controller (admin requests); metadata first. */
+  controller() {
+    if (!this.controllerAddress) throw new ReplogError('no active controller is known', 'NOT_CONTROLLER');
+    let clients = this.clients.get(this.controllerAddress);
+    if (!clients) {
+      clients = { controller: new this.api.ControllerService(this.controllerAddress, grpc.credentials.createInsecure(),
+        this.options) };
+      this.clients.set(this.controllerAddress, clients);
+    }
+    return clients.controller;
+  }
+
   coordinatorAt(address) {
     return this._clientsAt(address).coordinator;
   }
@@ -152,9 +166,8 @@ class Cluster {
   }
 
   close() {
-    for (const { broker, coordinator } of this.clients.values()) {
-      coordinator.close();
-      broker.close();
+    for (const clients of this.clients.values()) {
+      for (const client of Object.values(clients)) client.close();
     }
     for (const client of this.metadataClients) client.close();
     this.clients.clear();
