@@ -18,7 +18,8 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def test_the_node_clients_own_tests_pass() -> None:
-    result = run_node("--test", "test/", timeout_s=90, cwd=CLIENT_DIR)
+    files = sorted(str(path.relative_to(CLIENT_DIR)) for path in (CLIENT_DIR / "test").glob("*.test.js"))
+    result = run_node("--test", *files, timeout_s=90, cwd=CLIENT_DIR)
     assert "# fail 0" in result.stdout, result.stdout
 
 
