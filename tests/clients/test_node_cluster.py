@@ -181,3 +181,9 @@ def test_a_request_refused_whole_names_its_kafka_error_to_a_node_client(bootstra
     assert answer["error"] == "INVALID_REQUEST" and not answer["retriable"]
     assert "has no op" in answer["message"]
 
+
+
+def test_the_readme_example_writes_three_records_and_reads_them_back_in_a_group(admin, bootstrap):
+    topic = create(admin, "node-example", 3)
+    out = run_node("examples/produce-consume.js", bootstrap, topic, timeout_s=60).stdout
+    assert out.count("written to") == 3 and out.count("read ") == 3, out
