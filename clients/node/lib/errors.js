@@ -32,13 +32,15 @@ const RETRIABLE = new Set([
   'INVALID_FETCH_SESSION_EPOCH',
 ]);
 
-// Errors after which the partition's leader is looked up again before the retry.
+// Errors after which the partition's leader is looked up again before the retry (docs/API.md).
 const STALE_LEADER = new Set([
   'NOT_LEADER_OR_FOLLOWER',
   'FENCED_LEADER_EPOCH',
   'UNKNOWN_LEADER_EPOCH',
   'LEADER_NOT_AVAILABLE',
   'UNKNOWN_TOPIC_OR_PARTITION',
+  'REPLICA_NOT_AVAILABLE',
+  'KAFKA_STORAGE_ERROR',
 ]);
 
 // gRPC status codes after which the same request may be sent again (possibly elsewhere):
