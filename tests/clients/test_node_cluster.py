@@ -85,6 +85,15 @@ def test_node_writes_keyed_records_where_the_python_producer_would_and_python_re
     assert {(r.partition, r.offset) for r in records} == set(acks.values())
 
 
+def test_send_many_hands_over_records_in_bulk_spread_over_the_partitions_in_sticky_runs(admin, bootstrap):
+    topic, partitions, count = create(admin, "node-many", 6), 6, 20_000
+    summary = json.loads(run_node(script("produce_many.js"), bootstrap, topic, str(count), "1000",
+                                  timeout_s=PRODUCE_DEADLINE_S).stdout)
+    assert summary["acked"] == count and summary["metrics"]["failedRecords"] == 0
+    records = read_all(bootstrap, topic, partitions, count)
+    assert sorted(r.value for r in records) == sorted(b"value-%d" % i for i in range(count))
+    assert len({r.partition for r in records}) > 1, "16 KB runs moved on to other partitions"
+
 class Member:
     """A group member process (Python's tests/integration/group_member.py or Node's twin) and its journal."""
 

@@ -33,7 +33,7 @@ const SEQUENCE_BROKEN = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUC
 class Batch {
   constructor(now, deliveryTimeoutMs) {
     this.builder = new BatchBuilder({ baseTimestamp: now });
-    this.waiters = []; // [resolve, reject] per record, in offset order
+    this.listeners = []; // {index, resolve, reject} per record sent alone; a handle per sendMany
     this.createdMs = now;
     this.deadlineMs = now + deliveryTimeoutMs;
     this.bytes = null; // built at the first send, sent again as they are on a retry
@@ -139,41 +139,98 @@ class Producer {
   }
 
   _append(record, partitions) {
-    const partitionCount = partitions.size;
     const key = record.key === undefined || record.key === null ? null
       : typeof record.key === 'string' ? Buffer.from(record.key, 'utf8') : record.key;
-    let partition = record.partition;
+    let batch;
+    try {
+      const partition = this._place(record.topic, key, record.partition, partitions);
+      batch = this._appendTo(record.topic, partition, partitions,
+        { key, value: record.value, headers: record.headers, timestamp: record.timestamp },
+        key === null && (record.partition === undefined || record.partition === null));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const index = batch.builder.count - 1;
+    return new Promise((resolve, reject) => batch.listeners.push({ index, resolve, reject }));
+  }
+
+  /**
+   * Send many records without a key to one topic at once, the bulk form of send() for high rates:
+   * they fill the sticky partition's batch, then the next one's (or all go to `partition`). Resolves
+   * with the number of records once every batch is acknowledged; rejects with the first failure.
+   * @param {string} topic
+   * @param {(Buffer|string|null)[]} values
+   */
+  async sendMany(topic, values, { partition } = {}) {
+    if (this.closed) throw new ReplogError('the producer is closed', 'INVALID_REQUEST');
+    const known = this.cluster.topics.get(topic);
+    const partitions = known && known.error === 'NONE' && (!this.idempotent || this.producerId >= 0)
+      ? known.partitions : await this._prepare(topic);
+    const handle = { remaining: 0, count: values.length, failed: false, resolve: null, reject: null };
+    const done = new Promise((resolve, reject) => Object.assign(handle, { resolve, reject }));
+    let last = null;
+    try {
+      for (const value of values) {
+        const batch = this._appendTo(topic, this._place(topic, null, partition, partitions), partitions,
+          { key: null, value }, partition === undefined);
+        if (batch !== last) {
+          batch.listeners.push(handle);
+          handle.remaining++;
+          last = batch;
+        }
+      }
+    } catch (error) {
+      handle.failed = true; // the records queued before it are sent; this call fails as a whole
+      done.catch(() => {});
+      throw error;
+    }
+    if (handle.remaining === 0) handle.resolve(0);
+    return done;
+  }
+
+  _place(topic, key, partition, partitions) {
+    const partitionCount = partitions.size;
     if (partition === undefined || partition === null) {
-      partition = key !== null ? partitionForKey(key, partitionCount)
-        : this.partitioner.partition(record.topic, partitionCount, availablePartitions(partitions));
-    } else if (!Number.isInteger(partition) || partition < 0 || partition >= partitionCount) {
-      return Promise.reject(new ReplogError(`topic ${record.topic} has no partition ${partition} ` +
-        `(it has ${partitionCount})`, 'UNKNOWN_TOPIC_OR_PARTITION'));
+      return key !== null ? partitionForKey(key, partitionCount)
+        : this.partitioner.partition(topic, partitionCount, availablePartitions(partitions));
     }
-    const queue = this._queue(record.topic, partition);
-    const now = Date.now();
-    if (queue.open === null) {
-      queue.open = new Batch(now, this.config.deliveryTimeoutMs);
-      this._wakeAt(now + this.config.lingerMs);
+    if (!Number.isInteger(partition) || partition < 0 || partition >= partitionCount) {
+      throw new ReplogError(`topic ${topic} has no partition ${partition} (it has ${partitionCount})`,
+        'UNKNOWN_TOPIC_OR_PARTITION');
     }
-    const batch = queue.open;
+    return partition;
+  }
+
+  /** Append one record to its partition's open batch (starting one when it does not fit); the batch. */
+  _appendTo(topic, partition, partitions, entry, sticky) {
+    const queue = this._queue(topic, partition);
     let size;
     try {
-      size = batch.builder.append({ key, value: record.value, headers: record.headers, timestamp: record.timestamp });
+      size = queue.open === null ? -1 : queue.open.builder.append(entry, this.config.batchSizeBytes);
+      if (size < 0) {
+        // A record that does not fit the open batch starts the next one (a batch holds at least one).
+        if (queue.open !== null) {
+          this._seal(queue);
+          this._drainSoon();
+        }
+        const now = Date.now();
+        queue.open = new Batch(now, this.config.deliveryTimeoutMs);
+        this._wakeAt(now + this.config.lingerMs);
+        size = queue.open.builder.append(entry);
+      }
     } catch (error) {
-      return Promise.reject(new ReplogError(`the record cannot be encoded: ${error.message}`, 'INVALID_RECORD'));
+      if (queue.open !== null && queue.open.builder.count === 0) queue.open = null;
+      throw new ReplogError(`the record cannot be encoded: ${error.message}`, 'INVALID_RECORD');
     }
-    if (key === null && record.partition === undefined) {
-      this.partitioner.record(record.topic, partitionCount, size, availablePartitions(partitions));
-    }
+    const batch = queue.open;
+    if (sticky) this.partitioner.record(topic, partitions.size, size, availablePartitions(partitions));
     this.pendingRecords++;
     this.stats.records++;
-    const promise = new Promise((resolve, reject) => batch.waiters.push(resolve, reject));
     if (batch.builder.sizeBytes >= this.config.batchSizeBytes) {
       this._seal(queue);
       this._drainSoon();
     }
-    return promise;
+    return batch;
   }
 
   _queue(topic, partition) {
@@ -251,7 +308,7 @@ class Producer {
   _expire(queue, now) {
     while (queue.ready.length > 0 && queue.ready[0].deadlineMs <= now) {
       const batch = queue.ready.shift();
-      this._fail(batch, new ReplogError(`${batch.waiters.length / 2} records to ${queue.topic}-${queue.partition} ` +
+      this._fail(batch, new ReplogError(`${batch.builder.count} records to ${queue.topic}-${queue.partition} ` +
         `were not acknowledged within deliveryTimeoutMs (${this.config.deliveryTimeoutMs} ms)`, 'REQUEST_TIMED_OUT'));
     }
     return queue.ready.length === 0;
@@ -352,7 +409,7 @@ class Producer {
       const code = errorName(result.error_code);
       if (code === 'NONE') {
         queue.ready.shift();
-        if (this.idempotent) queue.nextSequence = (queue.nextSequence + batch.waiters.length / 2) % (SEQUENCE_MAX + 1);
+        if (this.idempotent) queue.nextSequence = (queue.nextSequence + batch.builder.count) % (SEQUENCE_MAX + 1);
         this._succeed(queue, batch, result.base_offset);
         continue;
       }
@@ -386,17 +443,24 @@ class Producer {
   }
 
   _succeed(queue, batch, baseOffset) {
-    const { waiters } = batch;
-    const count = waiters.length / 2;
-    for (let i = 0; i < count; i++) {
-      waiters[2 * i]({ topic: queue.topic, partition: queue.partition, offset: baseOffset < 0 ? -1 : baseOffset + i });
+    const { topic, partition } = queue;
+    for (const listener of batch.listeners) {
+      if (listener.index === undefined) {
+        if (--listener.remaining === 0 && !listener.failed) listener.resolve(listener.count);
+      } else {
+        listener.resolve({ topic, partition, offset: baseOffset < 0 ? -1 : baseOffset + listener.index });
+      }
     }
-    this._done(count);
+    this._done(batch.builder.count);
   }
 
   _fail(batch, error) {
-    const count = batch.waiters.length / 2;
-    for (let i = 0; i < count; i++) batch.waiters[2 * i + 1](error);
+    const count = batch.builder.count;
+    for (const listener of batch.listeners) {
+      if (listener.failed) continue;
+      if (listener.index === undefined) listener.failed = true;
+      listener.reject(error);
+    }
     this.stats.failedRecords += count;
     this.log.warn(`${count} records failed: ${error.message}`);
     this._done(count);
@@ -446,9 +510,15 @@ class Producer {
   }
 }
 
+const AVAILABLE = new WeakMap(); // partitions Map (replaced on every metadata answer) -> those with a leader
+
 function availablePartitions(partitions) {
-  const available = [];
-  for (const [partition, { leader }] of partitions) if (leader >= 0) available.push(partition);
+  let available = AVAILABLE.get(partitions);
+  if (available === undefined) {
+    available = [];
+    for (const [partition, { leader }] of partitions) if (leader >= 0) available.push(partition);
+    AVAILABLE.set(partitions, available);
+  }
   return available;
 }
 

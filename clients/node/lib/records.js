@@ -132,8 +132,11 @@ class BatchBuilder {
     return this.pos;
   }
 
-  /** Append one record ({key, value, headers, timestamp}); returns the bytes it took. */
-  append(record) {
+  /**
+   * Append one record ({key, value, headers, timestamp}); returns the bytes it took, or -1 (and
+   * appends nothing) when it would take a batch that holds records already past `limitBytes`.
+   */
+  append(record, limitBytes = Infinity) {
     const key = asBytes(record.key, 'key');
     const value = asBytes(record.value, 'value');
     const headers = encodedHeaders(record.headers);
@@ -144,6 +147,7 @@ class BatchBuilder {
       (key === null ? 1 : varintSize(key.length) + key.length) +
       (value === null ? 1 : varintSize(value.length) + value.length) + headersSize(headers);
     const size = varintSize(body) + body;
+    if (this.count > 0 && this.pos + size > limitBytes) return -1;
     this._reserve(size);
     const buf = this.buf;
     let pos = writeVarint(buf, this.pos, body);

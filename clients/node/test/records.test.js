@@ -42,3 +42,11 @@ test('a trailing partial batch is left for the next fetch, a flipped bit is caug
   bad[bad.length - 1] ^= 1;
   assert.throws(() => decodeBatches(bad), CorruptBatchError);
 });
+
+test('a record that would take a batch past its limit is refused, unless the batch is empty', () => {
+  const builder = new BatchBuilder();
+  assert.ok(builder.append({ value: Buffer.alloc(500) }, 100) > 0);
+  assert.strictEqual(builder.append({ value: Buffer.alloc(500) }, 1000), -1);
+  assert.strictEqual(builder.count, 1);
+  assert.ok(builder.append({ value: Buffer.alloc(10) }, 1000) > 0);
+});

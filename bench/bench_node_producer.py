@@ -1,0 +1,105 @@
+"""The Node.js client's producer beside the Python one: acks=all records/s at 100 B and 1 KB.
+
+Starts `replog dev up` (3 brokers, 1 controller) in a temporary directory and runs, alternating,
+`--runs` times, for 100 B and for 1 KB records:
+
+- **python**: `replog bench produce --acks all --partitions 6 --replication-factor 3` (idempotent,
+  5 batches in flight per partition, ~1 MiB batches: the Python producer's defaults);
+- **node**: bench/node_producer.js, the Node client (clients/node) with acks=all (idempotent, one
+  batch in flight per partition, ~1 MiB batches), records without a key, as many as Python's;
+
+each a client process of its own on a new 6-partition topic, deleted after its run, so that every
+run finds the same cluster. Reports records/s and MB/s as medians (min–max), and Node's records/s
+over Python's of the same run.
+
+    python bench/bench_node_producer.py [--runs 3] [--records-100b 2000000] [--records-1kb 300000] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+from bench_replication import replog, summary
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NODE_PRODUCER = os.path.join(HERE, "node_producer.js")
+NODE_TIMEOUT_S = 900
+
+
+def python_case(data_dir: str, size: int, records: int) -> dict[str, Any]:
+    result = json.loads(replog(data_dir, "bench", "produce", "--records", str(records), "--record-size", str(size),
+                               "--acks", "all", "--partitions", "6", "--replication-factor", "3", "--json"))
+    replog(data_dir, "topics", "delete", result["topic"])
+    return result
+
+
+def node_case(data_dir: str, bootstrap: str, size: int, records: int, run: int) -> dict[str, Any]:
+    topic = f"bench-node-{size}-{run}"
+    replog(data_dir, "topics", "create", topic, "--partitions", "6", "--replication-factor", "3")
+    out = subprocess.run(["node", NODE_PRODUCER, bootstrap, topic, str(records), str(size)], capture_output=True,
+                         text=True, timeout=NODE_TIMEOUT_S)
+    if out.returncode != 0:
+        raise SystemExit(f"the Node producer failed:\n{out.stderr}")
+    replog(data_dir, "topics", "delete", topic)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run(runs: int, records: dict[int, int]) -> dict[int, dict[str, list[dict[str, Any]]]]:
+    results: dict[int, dict[str, list[dict[str, Any]]]] = {size: {"python": [], "node": []} for size in records}
+    with tempfile.TemporaryDirectory(prefix="replog-bench-node-") as scratch:
+        data_dir = f"{scratch}/cluster"
+        replog(data_dir, "dev", "up", "--brokers", "3", "--controllers", "1")
+        try:
+            bootstrap = json.loads(replog(data_dir, "dev", "status", "--json"))["metadata"][0]["address"]
+            for index in range(runs):
+                for size, count in records.items():
+                    results[size]["python"].append(python_case(data_dir, size, count))
+                    results[size]["node"].append(node_case(data_dir, bootstrap, size, count, index))
+        finally:
+            replog(data_dir, "dev", "down")
+    return results
+
+
+def report(results: dict[int, dict[str, list[dict[str, Any]]]]) -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for size, cases in results.items():
+        for case, rows in cases.items():
+            table[f"{size} B {case}"] = {key: summary([r[key] for r in rows]) for key in ("records_per_s", "mb_per_s")}
+        shares = [n["records_per_s"] / p["records_per_s"] for n, p in zip(cases["node"], cases["python"])]
+        table[f"{size} B node"]["of_python"] = {"median": round(statistics.median(shares), 2),
+                                                "min": round(min(shares), 2), "max": round(max(shares), 2)}
+    return table
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--records-100b", type=int, default=2_000_000, help="records per case at 100 B")
+    parser.add_argument("--records-1kb", type=int, default=300_000, help="records per case at 1 KB")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if args.runs < 1 or args.records_100b < 1 or args.records_1kb < 1:
+        parser.error("--runs and the record counts must be at least 1")
+    table = report(run(args.runs, {100: args.records_100b, 1024: args.records_1kb}))
+    if args.json:
+        print(json.dumps(table, indent=2))
+        return 0
+    print(f"acks=all, 3 replicas, 6 partitions, ~1 MiB batches; median (min–max) of {args.runs} runs")
+    for name, row in table.items():
+        records, mb = row["records_per_s"], row["mb_per_s"]
+        share = row.get("of_python")
+        print(f"{name:<14} {records['median']:>12,.0f} records/s ({records['min']:,.0f}–{records['max']:,.0f})"
+              f"  {mb['median']:>7.1f} MB/s" + (f"  {share['median']:.2f} of Python's "
+                                                f"({share['min']:.2f}–{share['max']:.2f})" if share else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
