@@ -17,7 +17,6 @@ over Python's of the same run.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -26,7 +25,7 @@ import sys
 import tempfile
 from typing import Any
 
-from bench_replication import replog, summary
+from bench_replication import replog, runs_and_sizes, summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NODE_PRODUCER = os.path.join(HERE, "node_producer.js")
@@ -79,15 +78,8 @@ def report(results: dict[int, dict[str, list[dict[str, Any]]]]) -> dict[str, Any
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--records-100b", type=int, default=2_000_000, help="records per case at 100 B")
-    parser.add_argument("--records-1kb", type=int, default=300_000, help="records per case at 1 KB")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    if args.runs < 1 or args.records_100b < 1 or args.records_1kb < 1:
-        parser.error("--runs and the record counts must be at least 1")
-    table = report(run(args.runs, {100: args.records_100b, 1024: args.records_1kb}))
+    args, records = runs_and_sizes(__doc__, 2_000_000, 300_000)
+    table = report(run(args.runs, records))
     if args.json:
         print(json.dumps(table, indent=2))
         return 0
