@@ -6,17 +6,19 @@ PY := $(VENV)/bin/python
 REPLOG := $(VENV)/bin/replog
 STAMP := $(VENV)/.installed
 APT_STAMP := $(VENV)/.system-packages
+NODE_CLIENT := clients/node
+NODE_STAMP := $(NODE_CLIENT)/node_modules/.installed
 DEMO_DIR ?= .replog
 
-.PHONY: setup system-packages demo test test-fast proto lint down bench chaos clean dashboards dashboards-preview
+.PHONY: setup system-packages demo test test-fast proto proto-release clients lint down bench chaos clean dashboards dashboards-preview
 
-setup: $(STAMP)
+setup: $(STAMP) $(NODE_STAMP)
 
 # ZooKeeper's server jar and a headless Java come from Debian's packages, and so do a C
 # compiler and Python's headers for the consumer's record decoder when they are missing, and
 # podman (with runc) and debootstrap, which tests/chart uses to build the image and run the
-# chart's pods, and Prometheus (with promtool) for `replog dev up --monitoring` and
-# tests/monitoring. Debian would start Prometheus as a system service on install: a
+# chart's pods, Prometheus (with promtool) for `replog dev up --monitoring` and
+# tests/monitoring, and Node.js with npm for the Node client (clients/node, tests/clients). Debian would start Prometheus as a system service on install: a
 # policy-rc.d keeps it from starting, for replog runs its own. The Makefile is a
 # prerequisite, so a package added here is installed on a machine set up before.
 $(APT_STAMP): Makefile
@@ -43,6 +45,11 @@ $(APT_STAMP): Makefile
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq prometheus >/dev/null; \
 	  STATUS=$$?; [ -n "$$ADDED" ] && $$SUDO rm -f $$POLICY; exit $$STATUS; \
 	fi
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  echo "installing the system packages: nodejs, npm"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq nodejs npm >/dev/null; \
+	fi
 	@mkdir -p $(VENV) && touch $@
 
 $(STAMP): pyproject.toml setup.py replog/protocol/_records.c | $(APT_STAMP)
@@ -50,6 +57,13 @@ $(STAMP): pyproject.toml setup.py replog/protocol/_records.c | $(APT_STAMP)
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+# The Node client's packages, exactly as package-lock.json pins them.
+$(NODE_STAMP): $(NODE_CLIENT)/package.json $(NODE_CLIENT)/package-lock.json | $(APT_STAMP)
+	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 18 ? 1 : 0)' || { \
+	  echo "clients/node needs Node.js 18 or later; this node is $$(node --version)"; exit 1; }
+	cd $(NODE_CLIENT) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 # Regenerate replog/api from proto/ (the committed copy is checked by tests/unit/test_api_generated.py).
@@ -66,8 +80,21 @@ dashboards: setup
 dashboards-preview: setup
 	$(PY) -m replog.monitoring.preview --data-dir $(DEMO_DIR) --out build/dashboards-preview
 
+# Client code for other languages from proto/ (buf.gen.yaml): TypeScript under build/clients/ts
+# (protoc-gen-es from npm), the descriptor set build/clients/replog-api.binpb, and Python's stubs
+# as `make proto` makes them. docs/API.md has the recipe for Go and Java.
+clients: proto
+	$(VENV)/bin/buf generate
+	$(VENV)/bin/buf build proto -o build/clients/replog-api.binpb
+	@echo "TypeScript in build/clients/ts, descriptors in build/clients/replog-api.binpb, Python in replog/api"
+
+# The wire is a contract: buf lint, and buf breaking against the API as last released.
 lint: setup
-	cd proto && ../$(VENV)/bin/buf lint
+	cd proto && ../$(VENV)/bin/buf lint && ../$(VENV)/bin/buf breaking --against released/replog-api.binpb
+
+# At a release: the protos as they are become the API that later changes may add to but not break.
+proto-release: setup
+	$(VENV)/bin/buf build proto --exclude-source-info -o proto/released/replog-api.binpb
 
 demo: setup
 	$(REPLOG) dev down --data-dir $(DEMO_DIR) >/dev/null 2>&1 || true
@@ -107,4 +134,4 @@ bench: setup
 	$(PY) bench/peers/side_by_side.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis $(NODE_CLIENT)/node_modules

@@ -21,13 +21,12 @@ over the ceiling's of the same run (goal: at least 0.7).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Any
 
 import pipeline_ceiling
-from bench_replication import dev_cluster, fractions, produce_acks_all, summary
+from bench_replication import dev_cluster, fractions, produce_acks_all, runs_and_sizes, summary
 
 CEILING = "ceiling"
 PRODUCERS = {  # case: the `replog bench produce` flags that make it
@@ -65,15 +64,8 @@ def report(results: dict[int, dict[str, list[dict[str, Any]]]]) -> dict[str, Any
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--records-100b", type=int, default=3_000_000, help="records per case at 100 B")
-    parser.add_argument("--records-1kb", type=int, default=400_000, help="records per case at 1 KB")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    if args.runs < 1 or args.records_100b < 1 or args.records_1kb < 1:
-        parser.error("--runs and the record counts must be at least 1")
-    table = report(run(args.runs, {100: args.records_100b, 1024: args.records_1kb}))
+    args, records = runs_and_sizes(__doc__, 3_000_000, 400_000)
+    table = report(run(args.runs, records))
     if args.json:
         print(json.dumps(table, indent=2))
         return 0

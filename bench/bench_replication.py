@@ -82,6 +82,20 @@ def summary(values: list[float]) -> dict[str, float]:
             "max": round(max(values), 1)}
 
 
+def runs_and_sizes(description: str, records_100b: int, records_1kb: int) -> tuple[argparse.Namespace, dict[int, int]]:
+    """The command line of the benches that alternate cases at 100 B and 1 KB: --runs, the record
+    count of each size, --json; returns the arguments and {record size: records per case}."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--records-100b", type=int, default=records_100b, help="records per case at 100 B")
+    parser.add_argument("--records-1kb", type=int, default=records_1kb, help="records per case at 1 KB")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if args.runs < 1 or args.records_100b < 1 or args.records_1kb < 1:
+        parser.error("--runs and the record counts must be at least 1")
+    return args, {100: args.records_100b, 1024: args.records_1kb}
+
+
 def run(runs: int, records: int, e2e_rate: int, e2e_records: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="replog-bench-") as scratch:

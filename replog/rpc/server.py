@@ -16,6 +16,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from replog.config import Config, HostPort
+from replog.core.errors import ErrorCode
+from replog.rpc import status
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +60,15 @@ class _MetricsInterceptor(grpc.aio.ServerInterceptor):
         async def timed(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started = time.perf_counter()
             try:
-                return await inner(request, context)
+                try:
+                    return await inner(request, context)
+                except (grpc.aio.AbortError, asyncio.CancelledError):
+                    raise
+                except Exception as error:
+                    # A bug: the client gets UNKNOWN, as without this, and an ErrorInfo naming it a server error.
+                    log.exception("%s failed", rpc)
+                    await status.abort(context, grpc.StatusCode.UNKNOWN, f"{rpc} failed on the server: {error!r}",
+                                       ErrorCode.UNKNOWN_SERVER_ERROR)
             except BaseException as error:
                 code = context.code() or grpc.StatusCode.UNKNOWN
                 if not isinstance(error, asyncio.CancelledError):

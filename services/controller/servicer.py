@@ -12,6 +12,7 @@ from replog.controller.events import ControllerBusy
 from replog.core.errors import ErrorCode
 from replog.core.outcome import Outcome
 from replog.rpc import controller_convert as convert
+from replog.rpc import status
 
 
 class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
@@ -63,7 +64,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         try:
             changes = convert.config_changes(request)
         except convert.MalformedRequest as error:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
+            await status.abort(context, grpc.StatusCode.INVALID_ARGUMENT, str(error), ErrorCode.INVALID_REQUEST)
         try:
             outcomes = await self._controller.configs.alter(changes, validate_only=request.validate_only)
         except ControllerBusy as error:
@@ -128,8 +129,9 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
 
 
 async def _busy(context: grpc.aio.ServicerContext, error: ControllerBusy) -> NoReturn:
-    await context.abort(grpc.StatusCode.UNAVAILABLE, f"the controller is busy ({error}); retry later")
-    raise AssertionError("abort returns only by raising")
+    # Kafka's controller answers REQUEST_TIMED_OUT for an event it could not queue in time.
+    await status.abort(context, grpc.StatusCode.UNAVAILABLE, f"the controller is busy ({error}); retry later",
+                       ErrorCode.REQUEST_TIMED_OUT)
 
 
 def _invalid(message: str) -> Outcome:

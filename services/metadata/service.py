@@ -13,9 +13,11 @@ import prometheus_client
 from replog import config as configuration
 from replog.api.metadata.v1 import metadata_pb2, metadata_pb2_grpc
 from replog.config import Setting
+from replog.core.errors import ErrorCode
 from replog.metadata import render
 from replog.metadata.image import MetadataImage, TopicImage
 from replog.metadata.topics import TopicFollower
+from replog.rpc import status
 from replog.rpc.coalesce import CoalescingJob
 from replog.zk.records import StateChanges
 from replog.zk.store import ControllerInfo, MetadataStore, Watched
@@ -135,9 +137,9 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
         self, request: metadata_pb2.WatchMetadataRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[metadata_pb2.WatchMetadataResponse]:
         if len(self._watchers) >= WATCH_STREAMS_MAX:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"this metadata service already serves {WATCH_STREAMS_MAX} WatchMetadata streams; "
-                                "use another replica or poll Metadata")
+            await status.abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                               f"this metadata service already serves {WATCH_STREAMS_MAX} WatchMetadata streams; "
+                               "use another replica or poll Metadata", ErrorCode.POLICY_VIOLATION)
         follow = frozenset(request.topics)
         wake = asyncio.Event()
         self._watchers.add(wake)

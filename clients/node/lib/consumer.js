@@ -1,0 +1,430 @@
+'use strict';
+// The consumer: partitions assigned by hand (assign, seek) or by a consumer group's coordinator
+// (subscribe); poll() fetches from every leader at once, decodes the batches and hands back the
+// records from each partition's position on, reading below the high watermark. Positions start
+// from the group's committed offsets, else from autoOffsetReset (ListOffsets at the leader).
+
+const { Cluster, unary, sleep } = require('./cluster');
+const { STALE_LEADER, ReplogError, errorName } = require('./errors');
+const { GroupMember } = require('./group');
+const { partitionKey, splitKey } = require('./membership');
+const { decodeBatches } = require('./records');
+const { makeLogger } = require('./logger');
+
+const DEFAULTS = Object.freeze({
+  groupId: null,
+  instanceId: null,
+  autoOffsetReset: 'latest',
+  autoCommit: true,
+  autoCommitIntervalMs: 5000,
+  fetchMaxWaitMs: 500,
+  fetchMaxBytes: 52428800,
+  maxPartitionFetchBytes: 1048576,
+  requestTimeoutMs: 30000,
+  retryBackoffMs: 100,
+  rebalanceTimeoutMs: 300000,
+  serverAssignor: null,
+  closeTimeoutMs: 30000,
+  clientId: 'replog-node-consumer',
+});
+const RESET_TIMESTAMPS = { earliest: -2, latest: -1 };
+
+class Partition {
+  constructor(topic, partition) {
+    this.topic = topic;
+    this.partition = partition;
+    this.position = null; // the next offset to hand out; null until known
+    this.leaderEpoch = -1; // the epoch of the last record handed out (committed with the offset)
+    this.revoking = false; // being given up: fetched no more
+    this.lookingUp = false;
+  }
+}
+
+class Consumer {
+  /**
+   * @param {string|string[]} bootstrap metadata service address(es), "host:port"
+   * @param {object} [options] groupId, instanceId, autoOffsetReset ('earliest', 'latest', 'none'),
+   *   autoCommit, autoCommitIntervalMs, fetchMaxWaitMs, fetchMaxBytes, maxPartitionFetchBytes,
+   *   requestTimeoutMs, retryBackoffMs, rebalanceTimeoutMs, serverAssignor, closeTimeoutMs, clientId,
+   *   logger, onAssigned, onRevoked, onLost (async callbacks taking [{topic, partition}])
+   */
+  constructor(bootstrap, options = {}) {
+    this.config = { ...DEFAULTS, ...options };
+    if (!(this.config.autoOffsetReset in RESET_TIMESTAMPS) && this.config.autoOffsetReset !== 'none') {
+      throw new ReplogError(`autoOffsetReset must be earliest, latest or none, not ${this.config.autoOffsetReset}`,
+        'INVALID_CONFIG');
+    }
+    this.log = makeLogger(this.config.logger, 'consumer');
+    this.cluster = new Cluster(bootstrap, { clientId: this.config.clientId });
+    this.partitions = new Map(); // key -> Partition
+    this.group = null;
+    this.polling = false;
+    this.closed = false;
+    this.failure = null;
+    this.autoCommitTimer = null;
+    this.stats = { records: 0, fetches: 0, fetchErrors: 0, metadataRefreshes: 0 };
+  }
+
+  /** Read these partitions ([{topic, partition}]), outside any group. */
+  assign(partitions) {
+    if (this.group) throw new ReplogError('a consumer in a group cannot also assign partitions', 'INVALID_REQUEST');
+    this.partitions = new Map(partitions.map(({ topic, partition }) =>
+      [partitionKey(topic, partition), this.partitions.get(partitionKey(topic, partition)) ?? new Partition(topic, partition)]));
+  }
+
+  /** The partitions read now. */
+  assignment() {
+    return [...this.partitions.values()].filter((p) => !p.revoking).map(({ topic, partition }) => ({ topic, partition }));
+  }
+
+  /** Read a partition from `offset` on with the next poll. */
+  seek({ topic, partition }, offset) {
+    const part = this.partitions.get(partitionKey(topic, partition));
+    if (!part) throw new ReplogError(`${topic}-${partition} is not assigned to this consumer`, 'INVALID_REQUEST');
+    part.position = offset;
+    part.leaderEpoch = -1;
+  }
+
+  /** Join the group (groupId) with these topics; the coordinator assigns the partitions. */
+  subscribe(topics) {
+    if (!this.config.groupId) throw new ReplogError('subscribe() needs a groupId', 'INVALID_GROUP_ID');
+    if (!Array.isArray(topics) || topics.length === 0 || topics.some((t) => typeof t !== 'string' || !t)) {
+      throw new ReplogError('subscribe() takes a list of topic names', 'INVALID_TOPIC_EXCEPTION');
+    }
+    if (!this.group) {
+      this.group = new GroupMember(this, { ...this.config, log: this.log });
+      if (this.config.autoCommit) this._autoCommitSoon();
+    }
+    this.group.subscribe(topics);
+  }
+
+  /** Carry out the group's changes (from the heartbeat loop). */
+  applyChanges(changes) {
+    for (const change of changes) {
+      const tps = [...change.keys].map(splitKey);
+      const names = tps.map((tp) => `${tp.topic}-${tp.partition}`).join(', ');
+      if (change.type === 'assign') {
+        for (const { topic, partition } of tps) this.partitions.set(partitionKey(topic, partition), new Partition(topic, partition));
+        this.log.info(`group ${this.config.groupId}: gets ${names}`);
+        this._callback('onAssigned', tps);
+      } else if (change.type === 'revoke') {
+        this.log.info(`group ${this.config.groupId}: gives up ${names}`);
+        this._revoke(change.keys, tps);
+      } else {
+        for (const key of change.keys) this.partitions.delete(key);
+        this.log.warn(`group ${this.config.groupId}: lost ${names}`);
+        this._callback('onLost', tps);
+      }
+    }
+  }
+
+  async _revoke(keys, tps) {
+    const parts = [...keys].map((k) => this.partitions.get(k)).filter(Boolean);
+    for (const part of parts) part.revoking = true;
+    if (this.config.autoCommit) await this._commitQuietly(parts);
+    await this._callback('onRevoked', tps);
+    for (const key of keys) this.partitions.delete(key);
+    this.group.revoked(keys);
+  }
+
+  async _callback(name, tps) {
+    const callback = this.config[name];
+    if (!callback) return;
+    try {
+      await callback(tps);
+    } catch (error) {
+      this.log.error(`${name} threw: ${error.stack ?? error}`);
+    }
+  }
+
+  /**
+   * Records from the assigned partitions, waiting up to timeoutMs for some: [{topic, partition,
+   * offset, timestamp, key, value, headers, leaderEpoch}].
+   */
+  async poll(timeoutMs = 0) {
+    if (this.closed) throw new ReplogError('the consumer is closed', 'INVALID_REQUEST');
+    if (this.polling) throw new ReplogError('poll() is already running: await it before calling it again', 'INVALID_REQUEST');
+    this.polling = true;
+    try {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        this._checkGroup();
+        await this._findPositions();
+        const records = await this._fetchOnce(Math.max(0, Math.min(this.config.fetchMaxWaitMs, deadline - Date.now())));
+        if (records.length || Date.now() >= deadline) return records;
+      }
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  _checkGroup() {
+    const failed = this.group?.membership.state === 'failed' ? this.group.membership.error : null;
+    if (failed) {
+      throw new ReplogError(`the consumer was refused by group ${this.config.groupId}: ${failed.error}: ${failed.message}`,
+        failed.error);
+    }
+  }
+
+  async _findPositions() {
+    const missing = [...this.partitions.values()].filter((p) => p.position === null && !p.revoking && !p.lookingUp);
+    if (missing.length === 0) return;
+    for (const part of missing) part.lookingUp = true;
+    try {
+      let reset = missing;
+      if (this.group) {
+        const committed = await this.group.committed(missing.map((p) => partitionKey(p.topic, p.partition)));
+        reset = [];
+        for (const part of missing) {
+          const found = committed.get(partitionKey(part.topic, part.partition));
+          if (found) {
+            part.position = found.offset;
+            part.leaderEpoch = found.leaderEpoch;
+          } else {
+            reset.push(part);
+          }
+        }
+      }
+      if (reset.length) await this._reset(reset);
+    } catch (error) {
+      if (!error.retriable) throw error;
+      this.log.warn(`positions not found yet (${error.message}); retrying`);
+      await sleep(this.config.retryBackoffMs);
+    } finally {
+      for (const part of missing) part.lookingUp = false;
+    }
+  }
+
+  /** Positions from autoOffsetReset: the earliest or latest offset, as the leader says. */
+  async _reset(parts) {
+    const policy = this.config.autoOffsetReset;
+    if (policy === 'none') {
+      const names = parts.map((p) => `${p.topic}-${p.partition}`).join(', ');
+      throw new ReplogError(`no committed offset for ${names} and autoOffsetReset is none: seek() first`,
+        'OFFSET_OUT_OF_RANGE');
+    }
+    const byLeader = await this._byLeader(parts);
+    await Promise.all([...byLeader].map(async ([leaderId, group]) => {
+      const response = await unary(this.cluster.broker(leaderId), 'ListOffsets', {
+        replica_id: -1,
+        isolation_level: 'ISOLATION_LEVEL_READ_UNCOMMITTED',
+        topics: topicsOf(group, (p) => ({ partition: p.partition, current_leader_epoch: -1,
+          timestamp_ms: RESET_TIMESTAMPS[policy] })),
+      }, this.config.requestTimeoutMs);
+      for (const topic of response.topics) {
+        for (const result of topic.partitions) {
+          const part = this.partitions.get(partitionKey(topic.topic, result.partition));
+          const code = errorName(result.error_code);
+          if (code !== 'NONE') {
+            if (STALE_LEADER.has(code)) this._refreshMetadata();
+            this.log.warn(`ListOffsets for ${topic.topic}-${result.partition}: ${code}: ${result.error_message}`);
+          } else if (part && part.position === null) {
+            part.position = result.offset;
+          }
+        }
+      }
+    }));
+  }
+
+  async _byLeader(parts) {
+    const byLeader = new Map();
+    for (const part of parts) {
+      let leader = this.cluster.leaderOf(part.topic, part.partition);
+      if (!leader) {
+        await this.cluster.partitions(part.topic, this.config.requestTimeoutMs);
+        leader = this.cluster.leaderOf(part.topic, part.partition);
+      }
+      if (!leader || leader.leader < 0 || !this.cluster.brokers.has(leader.leader)) {
+        this._refreshMetadata();
+        continue;
+      }
+      if (!byLeader.has(leader.leader)) byLeader.set(leader.leader, []);
+      byLeader.get(leader.leader).push(part);
+    }
+    return byLeader;
+  }
+
+  async _fetchOnce(maxWaitMs) {
+    const ready = [...this.partitions.values()].filter((p) => p.position !== null && !p.revoking);
+    if (ready.length === 0) {
+      await sleep(Math.min(maxWaitMs, 50));
+      return [];
+    }
+    const byLeader = await this._byLeader(ready);
+    if (byLeader.size === 0) {
+      await sleep(Math.min(maxWaitMs, this.config.retryBackoffMs));
+      return [];
+    }
+    const answers = await Promise.all([...byLeader].map(([leaderId, parts]) => this._fetchFrom(leaderId, parts, maxWaitMs)));
+    return answers.flat();
+  }
+
+  async _fetchFrom(leaderId, parts, maxWaitMs) {
+    const asked = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), { part: p, position: p.position }]));
+    let response;
+    try {
+      this.stats.fetches++;
+      response = await unary(this.cluster.broker(leaderId), 'Fetch', {
+        replica_id: -1,
+        replica_epoch: -1,
+        max_wait_ms: maxWaitMs,
+        min_bytes: 1,
+        max_bytes: this.config.fetchMaxBytes,
+        isolation_level: 'ISOLATION_LEVEL_READ_UNCOMMITTED',
+        session_id: 0,
+        session_epoch: -1,
+        topics: topicsOf(parts, (p) => ({
+          partition: p.partition,
+          current_leader_epoch: this.cluster.leaderOf(p.topic, p.partition)?.leaderEpoch ?? -1,
+          fetch_offset: p.position,
+          last_fetched_epoch: -1,
+          log_start_offset: -1,
+          partition_max_bytes: this.config.maxPartitionFetchBytes,
+        })),
+      }, maxWaitMs + this.config.requestTimeoutMs);
+    } catch (error) {
+      this.stats.fetchErrors++;
+      this.log.warn(`fetch from broker ${leaderId} failed: ${error.message}`);
+      this._refreshMetadata();
+      await sleep(this.config.retryBackoffMs);
+      return [];
+    }
+    this.cluster.learnEndpoints(response.node_endpoints);
+    const records = [];
+    for (const topic of response.topics) {
+      for (const result of topic.partitions) {
+        const key = partitionKey(topic.topic, result.partition);
+        const sent = asked.get(key);
+        // A partition given up or moved meanwhile keeps nothing of this answer.
+        if (!sent || this.partitions.get(key) !== sent.part || sent.part.revoking || sent.part.position !== sent.position) {
+          continue;
+        }
+        this._take(sent.part, result, records);
+      }
+    }
+    return records;
+  }
+
+  _take(part, result, records) {
+    const code = errorName(result.error_code);
+    if (code === 'OFFSET_OUT_OF_RANGE') {
+      this.log.warn(`${part.topic}-${part.partition}: offset ${part.position} is out of range; resetting to ` +
+        `${this.config.autoOffsetReset}`);
+      part.position = null;
+      return;
+    }
+    if (code !== 'NONE') {
+      this.stats.fetchErrors++;
+      if (STALE_LEADER.has(code)) {
+        const current = result.current_leader;
+        if (current && current.leader_id >= 0) {
+          this.cluster.setLeader(part.topic, part.partition, current.leader_id, current.leader_epoch);
+        } else {
+          this._refreshMetadata();
+        }
+      }
+      this.log.warn(`fetching ${part.topic}-${part.partition}: ${code}: ${result.error_message}`);
+      return;
+    }
+    const before = records.length;
+    for (const batch of decodeBatches(result.records)) {
+      if (batch.isControl) {
+        part.position = Math.max(part.position, batch.lastOffset + 1);
+        continue;
+      }
+      for (const record of batch.records) {
+        if (record.offset < part.position) continue;
+        records.push({ topic: part.topic, partition: part.partition, leaderEpoch: batch.partitionLeaderEpoch, ...record });
+        part.position = record.offset + 1;
+        part.leaderEpoch = batch.partitionLeaderEpoch;
+      }
+    }
+    this.stats.records += records.length - before;
+  }
+
+  _refreshMetadata() {
+    if (this.cluster.refreshing) return;
+    this.stats.metadataRefreshes++;
+    this.cluster.refresh().catch((error) => this.log.warn(`metadata refresh failed: ${error.message}`));
+  }
+
+  /** The position of a partition: the offset of the next record poll() hands out (null: not known yet). */
+  position({ topic, partition }) {
+    return this.partitions.get(partitionKey(topic, partition))?.position ?? null;
+  }
+
+  /**
+   * Commit offsets to the group: [{topic, partition, offset}] or, by default, the positions of
+   * every partition read (what poll() handed out so far).
+   */
+  async commit(offsets) {
+    if (!this.group && !this.config.groupId) throw new ReplogError('commit() needs a groupId', 'INVALID_GROUP_ID');
+    const group = this.group ?? (this.group = new GroupMember(this, { ...this.config, log: this.log }));
+    const chosen = offsets
+      ? new Map(offsets.map((o) => [partitionKey(o.topic, o.partition), { offset: o.offset, leaderEpoch: o.leaderEpoch,
+        metadata: o.metadata }]))
+      : this._positions([...this.partitions.values()]);
+    if (chosen.size) await group.commit(chosen);
+  }
+
+  /** The group's committed offsets of these partitions: [{topic, partition, offset}] (offset null: none). */
+  async committed(partitions) {
+    const group = this.group ?? new GroupMember(this, { ...this.config, log: this.log });
+    const found = await group.committed(partitions.map((p) => partitionKey(p.topic, p.partition)));
+    return partitions.map(({ topic, partition }) => ({ topic, partition,
+      offset: found.get(partitionKey(topic, partition))?.offset ?? null }));
+  }
+
+  _positions(parts) {
+    return new Map(parts.filter((p) => p.position !== null)
+      .map((p) => [partitionKey(p.topic, p.partition), { offset: p.position, leaderEpoch: p.leaderEpoch }]));
+  }
+
+  async _commitQuietly(parts) {
+    const offsets = this._positions(parts);
+    if (!offsets.size) return;
+    try {
+      await this.group.commit(offsets);
+    } catch (error) {
+      this.log.warn(`group ${this.config.groupId}: commit failed: ${error.message}`);
+    }
+  }
+
+  _autoCommitSoon() {
+    this.autoCommitTimer = setTimeout(async () => {
+      if (this.closed) return;
+      await this._commitQuietly([...this.partitions.values()].filter((p) => !p.revoking));
+      if (!this.closed) this._autoCommitSoon();
+    }, this.config.autoCommitIntervalMs);
+  }
+
+  /** Counters: records, fetches, fetchErrors, metadataRefreshes, and the group's heartbeats, rebalances, commits. */
+  metrics() {
+    return { ...this.stats, ...(this.group?.stats ?? {}), partitions: this.partitions.size };
+  }
+
+  /** Commit (with autoCommit), leave the group at once, and close the connections. */
+  async close() {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.autoCommitTimer) clearTimeout(this.autoCommitTimer);
+    if (this.group) {
+      if (this.config.autoCommit && this.group.membership.inGroup) {
+        await this._commitQuietly([...this.partitions.values()]);
+      }
+      await this.group.leave(this.config.closeTimeoutMs);
+    }
+    this.cluster.close();
+  }
+}
+
+function topicsOf(parts, entry) {
+  const topics = new Map();
+  for (const part of parts) {
+    if (!topics.has(part.topic)) topics.set(part.topic, []);
+    topics.get(part.topic).push(entry(part));
+  }
+  return [...topics].map(([topic, partitions]) => ({ topic, partitions }));
+}
+
+module.exports = { Consumer };

@@ -1,0 +1,525 @@
+'use strict';
+// The producer: records are partitioned (murmur2 for keys, sticky without), appended to one open
+// batch per partition, and sent to each partition's leader in one Produce request per leader
+// covering its ready partitions. A partition has at most one batch in flight, so a retried batch
+// never overtakes a later one. Leader errors refresh the metadata and retry until the delivery
+// timeout; with idempotence (the default with acks=all, as in Kafka) the batches carry a producer
+// id and sequence numbers, so the leader writes a retried batch once.
+
+const { BatchBuilder } = require('./records');
+const { Cluster, unary } = require('./cluster');
+const { STALE_LEADER, ReplogError, errorName } = require('./errors');
+const { StickyPartitioner, partitionForKey } = require('./partitioner');
+const { makeLogger } = require('./logger');
+
+const ACKS = { all: -1, '-1': -1, 1: 1, '1': 1, 0: 0, '0': 0 };
+const SEQUENCE_MAX = 2 ** 31 - 1;
+const DEFAULTS = Object.freeze({
+  acks: 'all',
+  lingerMs: 5,
+  batchSizeBytes: 65536,
+  maxRequestBytes: 1048576,
+  requestTimeoutMs: 30000,
+  deliveryTimeoutMs: 120000,
+  retryBackoffMs: 100,
+  maxRequestsPerLeader: 5,
+  compression: 'none',
+  clientId: 'replog-node-producer',
+});
+// Answers that leave the producer's sequence numbers unusable: the batch fails, and the producer
+// takes a new producer id so that later batches start a fresh sequence.
+const SEQUENCE_BROKEN = new Set(['OUT_OF_ORDER_SEQUENCE_NUMBER', 'UNKNOWN_PRODUCER_ID', 'INVALID_PRODUCER_EPOCH']);
+
+class Batch {
+  constructor(now, deliveryTimeoutMs) {
+    this.builder = new BatchBuilder({ baseTimestamp: now });
+    this.listeners = []; // {index, resolve, reject} per record sent alone; a handle per sendMany
+    this.createdMs = now;
+    this.deadlineMs = now + deliveryTimeoutMs;
+    this.bytes = null; // built at the first send, sent again as they are on a retry
+    this.producerId = -1;
+    this.attempts = 0;
+  }
+}
+
+class PartitionQueue {
+  constructor(topic, partition) {
+    this.topic = topic;
+    this.partition = partition;
+    this.open = null; // the batch records are appended to
+    this.ready = []; // sealed batches, oldest first
+    this.inFlight = false;
+    this.retryAtMs = 0;
+    this.nextSequence = 0;
+    this.sequenceOwner = -1; // the producer id nextSequence counts for
+  }
+}
+
+class Producer {
+  /**
+   * @param {string|string[]} bootstrap metadata service address(es), "host:port"
+   * @param {object} [options] acks ('all', 1, 0), lingerMs, batchSizeBytes, maxRequestBytes,
+   *   requestTimeoutMs, deliveryTimeoutMs, retryBackoffMs, maxRequestsPerLeader, idempotent,
+   *   compression ('none', 'gzip'), clientId, logger
+   */
+  constructor(bootstrap, options = {}) {
+    this.config = { ...DEFAULTS, ...options };
+    const acks = ACKS[String(this.config.acks)];
+    if (acks === undefined) throw new ReplogError(`acks must be all, 1 or 0, not ${this.config.acks}`, 'INVALID_REQUIRED_ACKS');
+    this.acks = acks;
+    this.idempotent = this.config.idempotent ?? acks === -1;
+    if (this.idempotent && acks !== -1) {
+      throw new ReplogError('an idempotent producer needs acks=all (as in Kafka)', 'INVALID_CONFIG');
+    }
+    this.log = makeLogger(this.config.logger, 'producer');
+    this.cluster = new Cluster(bootstrap, { clientId: this.config.clientId });
+    this.partitioner = new StickyPartitioner(this.config.batchSizeBytes);
+    this.queues = new Map(); // "topic\0partition" -> PartitionQueue
+    this.requestsInFlight = new Map(); // leader id -> Produce requests not answered
+    this.pendingRecords = 0;
+    this.flushWaiters = [];
+    this.timer = null;
+    this.timerAtMs = Infinity;
+    this.drainScheduled = false;
+    this.closed = false;
+    this.producerId = -1;
+    this.producerEpoch = -1;
+    this.initializing = null;
+    this.stats = { records: 0, batches: 0, requests: 0, retries: 0, failedRecords: 0, metadataRefreshes: 0 };
+  }
+
+  /**
+   * Send one record; resolves with {topic, partition, offset} once acknowledged (offset -1 with acks=0).
+   * @param {{topic: string, value: Buffer|string|null, key?: Buffer|string|null,
+   *          headers?: {key: string, value: Buffer|string|null}[], partition?: number, timestamp?: number}} record
+   */
+  send(record) {
+    if (this.closed) return Promise.reject(new ReplogError('the producer is closed', 'INVALID_REQUEST'));
+    const known = this.cluster.topics.get(record.topic);
+    if (known && known.error === 'NONE' && (!this.idempotent || this.producerId >= 0)) {
+      return this._append(record, known.partitions);
+    }
+    return this._prepare(record.topic).then((partitions) => this._append(record, partitions));
+  }
+
+  async _prepare(topic) {
+    const partitions = await this.cluster.partitions(topic, this.config.requestTimeoutMs);
+    if (this.idempotent && this.producerId < 0) await this._initProducerId();
+    return partitions;
+  }
+
+  _initProducerId() {
+    if (!this.initializing) {
+      this.initializing = this._askProducerId().finally(() => { this.initializing = null; });
+    }
+    return this.initializing;
+  }
+
+  async _askProducerId() {
+    const deadline = Date.now() + this.config.requestTimeoutMs;
+    for (;;) {
+      try {
+        if (this.cluster.brokers.size === 0) await this.cluster.refresh();
+        const response = await unary(this.cluster.anyBroker().coordinator, 'InitProducerId',
+          { transaction_timeout_ms: 60000, producer_id: -1, producer_epoch: -1 }, this.config.requestTimeoutMs);
+        const error = errorName(response.error_code);
+        if (error === 'NONE') {
+          this.producerId = response.producer_id;
+          this.producerEpoch = response.producer_epoch;
+          this.log.info(`producer id ${this.producerId} at epoch ${this.producerEpoch}`);
+          return;
+        }
+        throw new ReplogError(`InitProducerId answered ${error}: ${response.error_message}`, error);
+      } catch (error) {
+        if (!(error instanceof ReplogError) || !error.retriable || Date.now() > deadline) throw error;
+        this.log.warn(`no producer id yet (${error.message}); retrying`);
+        await new Promise((resolve) => setTimeout(resolve, this.config.retryBackoffMs));
+      }
+    }
+  }
+
+  _append(record, partitions) {
+    const key = record.key === undefined || record.key === null ? null
+      : typeof record.key === 'string' ? Buffer.from(record.key, 'utf8') : record.key;
+    let batch;
+    try {
+      const partition = this._place(record.topic, key, record.partition, partitions);
+      batch = this._appendTo(record.topic, partition, partitions,
+        { key, value: record.value, headers: record.headers, timestamp: record.timestamp },
+        key === null && (record.partition === undefined || record.partition === null));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const index = batch.builder.count - 1;
+    return new Promise((resolve, reject) => batch.listeners.push({ index, resolve, reject }));
+  }
+
+  /**
+   * Send many records without a key to one topic at once, the bulk form of send() for high rates:
+   * they fill the sticky partition's batch, then the next one's (or all go to `partition`). Resolves
+   * with the number of records once every batch is acknowledged; rejects with the first failure.
+   * @param {string} topic
+   * @param {(Buffer|string|null)[]} values
+   */
+  async sendMany(topic, values, { partition } = {}) {
+    if (this.closed) throw new ReplogError('the producer is closed', 'INVALID_REQUEST');
+    const known = this.cluster.topics.get(topic);
+    const partitions = known && known.error === 'NONE' && (!this.idempotent || this.producerId >= 0)
+      ? known.partitions : await this._prepare(topic);
+    const handle = { remaining: 0, count: values.length, failed: false, resolve: null, reject: null };
+    const done = new Promise((resolve, reject) => Object.assign(handle, { resolve, reject }));
+    let last = null;
+    try {
+      for (const value of values) {
+        const batch = this._appendTo(topic, this._place(topic, null, partition, partitions), partitions,
+          { key: null, value }, partition === undefined);
+        if (batch !== last) {
+          batch.listeners.push(handle);
+          handle.remaining++;
+          last = batch;
+        }
+      }
+    } catch (error) {
+      handle.failed = true; // the records queued before it are sent; this call fails as a whole
+      done.catch(() => {});
+      throw error;
+    }
+    if (handle.remaining === 0) handle.resolve(0);
+    return done;
+  }
+
+  _place(topic, key, partition, partitions) {
+    const partitionCount = partitions.size;
+    if (partition === undefined || partition === null) {
+      return key !== null ? partitionForKey(key, partitionCount)
+        : this.partitioner.partition(topic, partitionCount, availablePartitions(partitions));
+    }
+    if (!Number.isInteger(partition) || partition < 0 || partition >= partitionCount) {
+      throw new ReplogError(`topic ${topic} has no partition ${partition} (it has ${partitionCount})`,
+        'UNKNOWN_TOPIC_OR_PARTITION');
+    }
+    return partition;
+  }
+
+  /** Append one record to its partition's open batch (starting one when it does not fit); the batch. */
+  _appendTo(topic, partition, partitions, entry, sticky) {
+    const queue = this._queue(topic, partition);
+    let size;
+    try {
+      size = queue.open === null ? -1 : queue.open.builder.append(entry, this.config.batchSizeBytes);
+      if (size < 0) {
+        // A record that does not fit the open batch starts the next one (a batch holds at least one).
+        if (queue.open !== null) {
+          this._seal(queue);
+          this._drainSoon();
+        }
+        const now = Date.now();
+        queue.open = new Batch(now, this.config.deliveryTimeoutMs);
+        this._wakeAt(now + this.config.lingerMs);
+        size = queue.open.builder.append(entry);
+      }
+    } catch (error) {
+      if (queue.open !== null && queue.open.builder.count === 0) queue.open = null;
+      throw new ReplogError(`the record cannot be encoded: ${error.message}`, 'INVALID_RECORD');
+    }
+    const batch = queue.open;
+    if (sticky) this.partitioner.record(topic, partitions.size, size, availablePartitions(partitions));
+    this.pendingRecords++;
+    this.stats.records++;
+    if (batch.builder.sizeBytes >= this.config.batchSizeBytes) {
+      this._seal(queue);
+      this._drainSoon();
+    }
+    return batch;
+  }
+
+  _queue(topic, partition) {
+    const name = `${topic}\u0000${partition}`;
+    let queue = this.queues.get(name);
+    if (!queue) {
+      queue = new PartitionQueue(topic, partition);
+      this.queues.set(name, queue);
+    }
+    return queue;
+  }
+
+  _seal(queue) {
+    queue.ready.push(queue.open);
+    queue.open = null;
+    this.stats.batches++;
+  }
+
+  _drainSoon() {
+    if (this.drainScheduled) return;
+    this.drainScheduled = true;
+    setImmediate(() => {
+      this.drainScheduled = false;
+      this._drain();
+    });
+  }
+
+  _wakeAt(atMs) {
+    if (atMs >= this.timerAtMs) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerAtMs = atMs;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerAtMs = Infinity;
+      this._drain();
+    }, Math.max(0, atMs - Date.now()));
+  }
+
+  /** Send what is ready: sealed batches, and open ones whose linger passed (all of them when flushing). */
+  _drain() {
+    if (this.idempotent && this.producerId < 0) return; // a new producer id is on its way; it drains then
+    const now = Date.now();
+    const flushing = this.flushWaiters.length > 0 || this.closed;
+    const byLeader = new Map();
+    let wakeAtMs = Infinity;
+    let leaderMissing = false;
+    for (const queue of this.queues.values()) {
+      if (queue.open !== null) {
+        if (flushing || now - queue.open.createdMs >= this.config.lingerMs) this._seal(queue);
+        else wakeAtMs = Math.min(wakeAtMs, queue.open.createdMs + this.config.lingerMs);
+      }
+      if (queue.ready.length === 0 || queue.inFlight) continue;
+      if (this._expire(queue, now)) continue;
+      if (queue.retryAtMs > now) {
+        wakeAtMs = Math.min(wakeAtMs, queue.retryAtMs);
+        continue;
+      }
+      const leader = this.cluster.leaderOf(queue.topic, queue.partition);
+      if (!leader || leader.leader < 0 || !this.cluster.brokers.has(leader.leader)) {
+        leaderMissing = true;
+        continue;
+      }
+      if (!byLeader.has(leader.leader)) byLeader.set(leader.leader, []);
+      byLeader.get(leader.leader).push(queue);
+    }
+    for (const [leaderId, queues] of byLeader) this._sendTo(leaderId, queues);
+    if (leaderMissing) {
+      this._refreshMetadata();
+      wakeAtMs = Math.min(wakeAtMs, now + this.config.retryBackoffMs);
+    }
+    if (wakeAtMs < Infinity) this._wakeAt(wakeAtMs);
+  }
+
+  /** Fail the head batches that outlived deliveryTimeoutMs; true when the queue was emptied. */
+  _expire(queue, now) {
+    while (queue.ready.length > 0 && queue.ready[0].deadlineMs <= now) {
+      const batch = queue.ready.shift();
+      this._fail(batch, new ReplogError(`${batch.builder.count} records to ${queue.topic}-${queue.partition} ` +
+        `were not acknowledged within deliveryTimeoutMs (${this.config.deliveryTimeoutMs} ms)`, 'REQUEST_TIMED_OUT'));
+    }
+    return queue.ready.length === 0;
+  }
+
+  _sendTo(leaderId, queues) {
+    let inFlight = this.requestsInFlight.get(leaderId) ?? 0;
+    let start = 0;
+    while (start < queues.length && inFlight < this.config.maxRequestsPerLeader) {
+      const taken = [];
+      let bytes = 0;
+      while (start < queues.length) {
+        const queue = queues[start];
+        const batch = queue.ready[0];
+        const data = this._bytesOf(queue, batch);
+        if (taken.length > 0 && bytes + data.length > this.config.maxRequestBytes) break;
+        taken.push(queue);
+        bytes += data.length;
+        start++;
+      }
+      inFlight++;
+      this._produce(leaderId, taken);
+    }
+    this.requestsInFlight.set(leaderId, inFlight);
+  }
+
+  _bytesOf(queue, batch) {
+    const producerId = this.idempotent ? this.producerId : -1;
+    if (batch.bytes !== null && batch.producerId === producerId) return batch.bytes;
+    let baseSequence = -1;
+    if (this.idempotent) {
+      if (queue.sequenceOwner !== producerId) {
+        queue.sequenceOwner = producerId;
+        queue.nextSequence = 0;
+      }
+      baseSequence = queue.nextSequence;
+    }
+    batch.bytes = batch.builder.build({
+      compression: this.config.compression,
+      producerId,
+      producerEpoch: this.idempotent ? this.producerEpoch : -1,
+      baseSequence,
+    });
+    batch.producerId = producerId;
+    return batch.bytes;
+  }
+
+  _produce(leaderId, queues) {
+    const topics = new Map();
+    for (const queue of queues) {
+      queue.inFlight = true;
+      queue.ready[0].attempts++;
+      if (!topics.has(queue.topic)) topics.set(queue.topic, []);
+      const leader = this.cluster.leaderOf(queue.topic, queue.partition);
+      topics.get(queue.topic).push({
+        partition: queue.partition, records: queue.ready[0].bytes, current_leader_epoch: leader.leaderEpoch,
+      });
+    }
+    const request = {
+      acks: this.acks,
+      timeout_ms: this.config.requestTimeoutMs,
+      topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
+    };
+    this.stats.requests++;
+    let client;
+    try {
+      client = this.cluster.broker(leaderId);
+    } catch (error) {
+      this._answered(leaderId, queues, null, error);
+      return;
+    }
+    unary(client, 'Produce', request, this.config.requestTimeoutMs + 5000).then(
+      (response) => this._answered(leaderId, queues, response, null),
+      (error) => this._answered(leaderId, queues, null, error),
+    );
+  }
+
+  _answered(leaderId, queues, response, requestError) {
+    this.requestsInFlight.set(leaderId, (this.requestsInFlight.get(leaderId) ?? 1) - 1);
+    const now = Date.now();
+    const results = new Map();
+    if (response) {
+      this.cluster.learnEndpoints(response.node_endpoints);
+      for (const topic of response.topics) {
+        for (const p of topic.partitions) results.set(`${topic.topic}\u0000${p.partition}`, p);
+      }
+    }
+    for (const queue of queues) {
+      queue.inFlight = false;
+      const batch = queue.ready[0];
+      const result = results.get(`${queue.topic}\u0000${queue.partition}`);
+      const error = requestError ?? (result ? null
+        : new ReplogError(`the answer left out ${queue.topic}-${queue.partition}`, 'UNKNOWN_SERVER_ERROR'));
+      if (error) {
+        this._retryOrFail(queue, batch, error, now);
+        continue;
+      }
+      const code = errorName(result.error_code);
+      if (code === 'NONE') {
+        queue.ready.shift();
+        if (this.idempotent) queue.nextSequence = (queue.nextSequence + batch.builder.count) % (SEQUENCE_MAX + 1);
+        this._succeed(queue, batch, result.base_offset);
+        continue;
+      }
+      if (STALE_LEADER.has(code) && result.current_leader && result.current_leader.leader_id >= 0) {
+        this.cluster.setLeader(queue.topic, queue.partition, result.current_leader.leader_id,
+          result.current_leader.leader_epoch);
+      }
+      const failure = new ReplogError(`producing to ${queue.topic}-${queue.partition} failed: ${code}: ` +
+        `${result.error_message}`, code);
+      if (this.idempotent && SEQUENCE_BROKEN.has(code)) {
+        queue.ready.shift();
+        this._fail(batch, failure);
+        this._resetProducerId(code);
+        continue;
+      }
+      this._retryOrFail(queue, batch, failure, now);
+    }
+    this._drainSoon();
+  }
+
+  _retryOrFail(queue, batch, error, now) {
+    if (error.retriable && now + this.config.retryBackoffMs < batch.deadlineMs) {
+      this.stats.retries++;
+      queue.retryAtMs = now + this.config.retryBackoffMs;
+      this.log.warn(`retrying ${queue.topic}-${queue.partition} (attempt ${batch.attempts + 1}): ${error.message}`);
+      if (STALE_LEADER.has(error.error) || error.grpcCode !== undefined) this._refreshMetadata();
+      return;
+    }
+    queue.ready.shift();
+    this._fail(batch, error);
+  }
+
+  _succeed(queue, batch, baseOffset) {
+    const { topic, partition } = queue;
+    for (const listener of batch.listeners) {
+      if (listener.index === undefined) {
+        if (--listener.remaining === 0 && !listener.failed) listener.resolve(listener.count);
+      } else {
+        listener.resolve({ topic, partition, offset: baseOffset < 0 ? -1 : baseOffset + listener.index });
+      }
+    }
+    this._done(batch.builder.count);
+  }
+
+  _fail(batch, error) {
+    const count = batch.builder.count;
+    for (const listener of batch.listeners) {
+      if (listener.failed) continue;
+      if (listener.index === undefined) listener.failed = true;
+      listener.reject(error);
+    }
+    this.stats.failedRecords += count;
+    this.log.warn(`${count} records failed: ${error.message}`);
+    this._done(count);
+  }
+
+  _done(count) {
+    this.pendingRecords -= count;
+    if (this.pendingRecords === 0) {
+      for (const resolve of this.flushWaiters.splice(0)) resolve();
+    }
+  }
+
+  _resetProducerId(reason) {
+    this.log.warn(`the producer's sequence broke (${reason}): taking a new producer id`);
+    this.producerId = -1;
+    this._initProducerId().then(() => this._drainSoon(), (error) => this.log.warn(`no new producer id: ${error.message}`));
+  }
+
+  _refreshMetadata() {
+    if (this.cluster.refreshing) return;
+    this.stats.metadataRefreshes++;
+    this.cluster.refresh().then(() => this._drainSoon(), (error) => {
+      this.log.warn(`metadata refresh failed: ${error.message}`);
+    });
+  }
+
+  /** Counters: records, batches, requests, retries, failedRecords, metadataRefreshes. */
+  metrics() {
+    return { ...this.stats, pendingRecords: this.pendingRecords };
+  }
+
+  /** Resolves once every record sent so far is acknowledged or failed. */
+  flush() {
+    if (this.pendingRecords === 0) return Promise.resolve();
+    const done = new Promise((resolve) => this.flushWaiters.push(resolve));
+    this._drainSoon();
+    return done;
+  }
+
+  /** Flush, then close the connections. */
+  async close() {
+    if (this.closed) return;
+    await this.flush();
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.cluster.close();
+  }
+}
+
+const AVAILABLE = new WeakMap(); // partitions Map (replaced on every metadata answer) -> those with a leader
+
+function availablePartitions(partitions) {
+  let available = AVAILABLE.get(partitions);
+  if (available === undefined) {
+    available = [];
+    for (const [partition, { leader }] of partitions) if (leader >= 0) available.push(partition);
+    AVAILABLE.set(partitions, available);
+  }
+  return available;
+}
+
+module.exports = { Producer };

@@ -1,0 +1,1 @@
+from tests.integration.conftest import admin, bootstrap, cluster  # noqa: F401  (a real cluster per module)

@@ -1,0 +1,198 @@
+"""The Node.js client, written from proto/ alone, on a real local cluster next to the Python client:
+its keyed records land where the Python producer would put them and are read back by the Python
+consumer; it shares a consumer group with a Python member so that together they read every record
+once; a partition leader SIGKILLed while it produces loses nothing it acknowledged; and a request
+refused whole reaches it with the Kafka error name in the status details."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from replog.client import Consumer, NewTopic, Producer, TopicPartition
+from replog.client.partitioner import partition_for_key
+from tests.clients.node import REPO_ROOT, node_binary, run_node, script, start_node
+from tests.integration.cluster import wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+PRODUCE_DEADLINE_S = 120
+READ_DEADLINE_S = 60
+
+
+def create(admin, name: str, partitions: int, replication_factor: int = 3, **configs: str) -> str:
+    admin.create_topics([NewTopic(name, partitions, replication_factor, configs=configs)])
+    return name
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, count: int) -> list:
+    """Every record of the topic, from the beginning, once `count` of them are there."""
+    records = []
+    with Consumer(bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+
+        def all_read():
+            records.extend(consumer.poll(200))
+            return len(records) >= count
+
+        wait_for(all_read, READ_DEADLINE_S, f"{count} records of {topic}", interval_s=0)
+        records.extend(consumer.poll(500))  # anything beyond `count` would be a duplicate
+    return records
+
+
+def node_produce(bootstrap: str, topic: str, count: int, rate: int, acks_file: Path) -> subprocess.Popen[str]:
+    return start_node(script("produce.js"), bootstrap, topic, str(count), str(rate), str(acks_file))
+
+
+def finished(process: subprocess.Popen[str], timeout_s: float) -> dict:
+    """The summary line a Node script printed last, once it exited 0 within timeout_s."""
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+        raise AssertionError(f"the Node script did not finish within {timeout_s:g} s:\n{stderr[-3000:]}") from None
+    assert process.returncode == 0, f"the Node script failed ({process.returncode}):\n{stderr[-3000:]}"
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def acknowledged(acks_file: Path) -> dict[int, tuple[int, int]]:
+    """Record number -> (partition, offset), as the Node producer's acknowledgements said."""
+    acks = {}
+    for line in acks_file.read_text().splitlines():
+        number, partition, offset = json.loads(line)
+        acks[number] = (partition, offset)
+    return acks
+
+
+def test_node_writes_keyed_records_where_the_python_producer_would_and_python_reads_them_all(
+        admin, bootstrap, tmp_path):
+    topic, partitions, count = create(admin, "node-keyed", 6), 6, 10_000
+    summary = finished(node_produce(bootstrap, topic, count, 0, tmp_path / "acks"), PRODUCE_DEADLINE_S)
+    assert (summary["acked"], summary["failed"]) == (count, 0), summary["errors"]
+
+    records = read_all(bootstrap, topic, partitions, count)
+    assert len(records) == count, "each record once"
+    assert {r.value for r in records} == {b"value-%d" % i for i in range(count)}
+    misplaced = [(r.key, r.partition) for r in records if r.partition != partition_for_key(r.key, partitions)]
+    assert not misplaced, f"{len(misplaced)} keys off Kafka's partition, e.g. {misplaced[:3]}"
+    acks = acknowledged(tmp_path / "acks")
+    assert {(r.partition, r.offset) for r in records} == set(acks.values())
+
+
+def test_send_many_hands_over_records_in_bulk_spread_over_the_partitions_in_sticky_runs(admin, bootstrap):
+    topic, partitions, count = create(admin, "node-many", 6), 6, 20_000
+    summary = json.loads(run_node(script("produce_many.js"), bootstrap, topic, str(count), "1000",
+                                  timeout_s=PRODUCE_DEADLINE_S).stdout)
+    assert summary["acked"] == count and summary["metrics"]["failedRecords"] == 0
+    records = read_all(bootstrap, topic, partitions, count)
+    assert sorted(r.value for r in records) == sorted(b"value-%d" % i for i in range(count))
+    assert len({r.partition for r in records}) > 1, "16 KB runs moved on to other partitions"
+
+class Member:
+    """A group member process (Python's tests/integration/group_member.py or Node's twin) and its journal."""
+
+    def __init__(self, command: list[str], log: Path, cwd: Path) -> None:
+        self.log = log
+        self.process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def events(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+
+    def holds(self) -> set[int]:
+        held: set[int] = set()
+        for event in self.events():
+            if event["event"] == "assigned":
+                held |= set(event["partitions"])
+            elif event["event"] in ("revoked", "lost"):
+                held -= set(event["partitions"])
+        return held
+
+    def read(self) -> list[tuple[int, int]]:
+        return [tuple(pair) for e in self.events() if e["event"] == "records" for pair in e["read"]]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            _, stderr = self.process.communicate(timeout=40)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            raise AssertionError(f"member {self.log.name} did not close within 40 s") from None
+        assert self.process.returncode == 0, f"member {self.log.name} failed:\n{stderr[-3000:]}"
+
+
+def test_a_node_member_and_a_python_member_share_a_group_and_read_every_record_once(admin, bootstrap, tmp_path):
+    topic, partitions, count, group = create(admin, "node-shared", 6, 2), 6, 10_000, "node-and-python"
+    python = Member([sys.executable, "-m", "tests.integration.group_member", bootstrap, group, topic,
+                     str(tmp_path / "python.log")], tmp_path / "python.log", REPO_ROOT)
+    node = None
+    try:
+        wait_for(lambda: python.holds() == set(range(partitions)), 30, "the Python member to hold every partition")
+        node = Member([node_binary(), script("group_member.js"), bootstrap, group, topic, str(tmp_path / "node.log")],
+                      tmp_path / "node.log", REPO_ROOT)
+        wait_for(lambda: node.holds() and python.holds() and not node.holds() & python.holds()
+                 and node.holds() | python.holds() == set(range(partitions)), 30,
+                 "the two members to share the partitions")
+        with Producer(bootstrap) as producer:
+            for i in range(count):
+                producer.send(topic, b"value-%d" % i, key=b"key-%d" % i)
+            producer.flush(60)
+        wait_for(lambda: len(set(python.read()) | set(node.read())) >= count, READ_DEADLINE_S,
+                 f"the two members to read {count} records")
+    finally:
+        for member in (node, python):
+            if member is not None:
+                member.stop()
+    python_read, node_read = python.read(), node.read()
+    both = python_read + node_read
+    assert len(both) == len(set(both)) == count, "every record read once, by one of the two"
+    assert python_read and node_read, "each member read some"
+    assert {p for p, _ in node_read}.isdisjoint({p for p, _ in python_read})
+    assert not [e for e in python.events() + node.events() if e["event"] in ("error", "commit_failed", "lost")]
+
+
+def test_a_leader_sigkilled_while_node_produces_loses_nothing_node_acknowledged(cluster, admin, bootstrap, tmp_path):
+    topic, partitions, count = create(admin, "node-failover", 6, 3, **{"min.insync.replicas": "2"}), 6, 20_000
+    acks_file = tmp_path / "acks"
+    producer = node_produce(bootstrap, topic, count, 4_000, acks_file)
+    victim = admin.cluster().leader_of(TopicPartition(topic, 0))
+    wait_for(lambda: acks_file.exists() and len(acks_file.read_text().splitlines()) >= count // 4, 60,
+             "a quarter of the records acknowledged")
+    cluster("dev", "kill", "broker", str(victim), "--signal", "KILL")
+    try:
+        summary = finished(producer, PRODUCE_DEADLINE_S)
+    finally:
+        cluster("dev", "start", "broker", str(victim))
+    acks = acknowledged(acks_file)
+    assert summary["acked"] == len(acks) and summary["acked"] + summary["failed"] == count
+    assert summary["acked"] >= count * 0.99, f"retries carried the writes through: {summary['errors']}"
+    assert summary["metrics"]["retries"] > 0, "the leader's death was seen and retried"
+
+    records = read_all(bootstrap, topic, partitions, len(acks))
+    at = {(r.partition, r.offset): r.value for r in records}
+    lost = [n for n, where in acks.items() if at.get(where) != b"value-%d" % n]
+    assert not lost, f"{len(lost)} acknowledged records are not where their acknowledgement said"
+    values = [r.value for r in records]
+    assert len(values) == len(set(values)), "idempotence wrote each record once"
+
+
+def test_a_request_refused_whole_names_its_kafka_error_to_a_node_client(bootstrap):
+    answer = json.loads(run_node(script("refused.js"), bootstrap).stdout)
+    assert answer["refused"] and answer["grpcCode"] == 3  # INVALID_ARGUMENT
+    assert answer["error"] == "INVALID_REQUEST" and not answer["retriable"]
+    assert "has no op" in answer["message"]
+
+
+
+def test_the_readme_example_writes_three_records_and_reads_them_back_in_a_group(admin, bootstrap):
+    topic = create(admin, "node-example", 3)
+    out = run_node("examples/produce-consume.js", bootstrap, topic, timeout_s=60).stdout
+    assert out.count("written to") == 3 and out.count("read ") == 3, out
