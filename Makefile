@@ -49,7 +49,7 @@ $(STAMP): pyproject.toml setup.py replog/protocol/_records.c | $(APT_STAMP)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,spark]'
 	@touch $@
 
 # Regenerate replog/api from proto/ (the committed copy is checked by tests/unit/test_api_generated.py).
