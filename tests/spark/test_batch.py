@@ -104,7 +104,8 @@ def test_a_write_of_100000_rows_lands_complete(spark, bootstrap, admin):
 def test_a_topic_column_routes_rows_and_a_partition_column_places_them(spark, bootstrap, admin):
     create_topic(admin, "routed-a", partitions=2)
     create_topic(admin, "routed-b", partitions=2)
-    rows = spark.createDataFrame([("routed-a", 1, "x"), ("routed-b", 0, "y")], "topic string, partition int, value string")
+    rows = spark.createDataFrame([("routed-a", 1, "x"), ("routed-b", 0, "y")],
+                                 "topic string, partition int, value string")
     rows.write.format("replog").option("bootstrap", bootstrap).mode("append").save()
     got = replog(spark, bootstrap, subscribePattern="routed-.*").collect()
     assert sorted((r.topic, r.partition, r.value) for r in got) == [("routed-a", 1, b"x"), ("routed-b", 0, b"y")]
