@@ -6,6 +6,8 @@ import os
 import sys
 
 LOCAL_MASTER = "local[2]"
+# Spark's 200 shuffle partitions are made for clusters; on a laptop each costs a task per stage.
+DEFAULTS = {"spark.sql.shuffle.partitions": "4", "spark.ui.showConsoleProgress": "false"}
 
 
 def replog_session(app_name: str, *, master: str | None = None, configs: dict[str, str] | None = None):
@@ -25,7 +27,7 @@ def replog_session(app_name: str, *, master: str | None = None, configs: dict[st
         builder = builder.master(master)
     elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get("SPARK_HOME"):
         builder = builder.master(LOCAL_MASTER)
-    for name, value in (configs or {}).items():
+    for name, value in {**DEFAULTS, **(configs or {})}.items():
         builder = builder.config(name, value)
     spark = builder.getOrCreate()
     spark.dataSource.register(ReplogDataSource)

@@ -128,3 +128,24 @@ def test_fail_on_data_loss_names_the_deleted_range_or_goes_on_from_the_earliest(
     latest = admin.list_offsets({tp: "latest"})[tp]
     assert offsets[:10] == list(range(10))
     assert offsets[10] >= earliest and offsets[10:] == list(range(offsets[10], latest))
+
+
+def test_the_orders_per_minute_job_writes_each_minutes_totals(spark, bootstrap, admin, tmp_path):
+    import datetime
+    import json
+
+    from replog.spark.jobs import orders_feed, orders_per_minute
+
+    create_topic(admin, "orders", partitions=3)
+    create_topic(admin, "orders-per-minute", partitions=1)
+    assert orders_feed.main(["--bootstrap", bootstrap, "--count", "300", "--minutes", "3"]) == 0
+    assert orders_per_minute.main(["--bootstrap", bootstrap, "--checkpoint", str(tmp_path / "checkpoint")]) == 0
+    results = (spark.read.format("replog").option("bootstrap", bootstrap).option("subscribe", "orders-per-minute")
+               .load().collect())
+    got = {json.loads(r.value)["minute"]: (json.loads(r.value)["orders"], json.loads(r.value)["revenue"])
+           for r in results}
+    start = datetime.datetime(2024, 1, 1, 10, tzinfo=datetime.timezone.utc)
+    wanted = {minute.replace("+00:00", "Z"): totals
+              for minute, totals in orders_feed.per_minute(orders_feed.orders(300, 3, start)).items()}
+    assert got == wanted and len(results) == 3
+    assert {r.key.decode() for r in results} == set(wanted)
