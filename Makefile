@@ -10,7 +10,9 @@ NODE_CLIENT := clients/node
 NODE_STAMP := $(NODE_CLIENT)/node_modules/.installed
 DEMO_DIR ?= .replog
 
-.PHONY: setup system-packages demo test test-fast proto proto-release clients lint down bench chaos clean dashboards dashboards-preview
+SPARK_DEMO_DIR ?= .replog-spark
+
+.PHONY: setup system-packages demo spark-demo bench-spark test test-fast proto proto-release clients lint down bench chaos clean dashboards dashboards-preview
 
 setup: $(STAMP) $(NODE_STAMP)
 
@@ -56,7 +58,7 @@ $(STAMP): pyproject.toml setup.py replog/protocol/_records.c | $(APT_STAMP)
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH"; exit 1; }
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,spark]'
 	@touch $@
 
 # The Node client's packages, exactly as package-lock.json pins them.
@@ -107,6 +109,24 @@ demo: setup
 	$(REPLOG) consume demo --from-beginning --max-messages 5 --timeout-ms 10000 --print-offsets --data-dir $(DEMO_DIR)
 	$(REPLOG) topics describe demo --data-dir $(DEMO_DIR)
 	@echo "The cluster keeps running; stop it with: $(REPLOG) dev down --data-dir $(DEMO_DIR)"
+
+# The Spark job end to end (spark/jobs/orders_per_minute.py): a cluster, JSON orders fed into
+# `orders`, the job in local mode (availableNow), and the per-minute totals it wrote.
+spark-demo: setup
+	$(REPLOG) dev down --data-dir $(SPARK_DEMO_DIR) >/dev/null 2>&1 || true
+	$(REPLOG) dev up --brokers 3 --controllers 1 --data-dir $(SPARK_DEMO_DIR)
+	$(REPLOG) topics create orders --partitions 3 --replication-factor 3 --if-not-exists --data-dir $(SPARK_DEMO_DIR)
+	$(REPLOG) topics create orders-per-minute --partitions 1 --replication-factor 3 --if-not-exists --data-dir $(SPARK_DEMO_DIR)
+	$(PY) -m replog.spark.jobs.orders_feed --data-dir $(SPARK_DEMO_DIR)
+	$(PY) -m replog.spark.jobs.orders_per_minute --data-dir $(SPARK_DEMO_DIR) --checkpoint $(SPARK_DEMO_DIR)/checkpoint
+	@echo; echo "The totals per minute, as the job wrote them to orders-per-minute:"
+	$(REPLOG) consume orders-per-minute --from-beginning --max-messages 5 --timeout-ms 10000 --data-dir $(SPARK_DEMO_DIR)
+	@echo "The cluster keeps running; stop it with: $(REPLOG) dev down --data-dir $(SPARK_DEMO_DIR)"
+
+# The Spark reader against Spark's own parquet reader on the same rows (bench/bench_spark.py;
+# figures in docs/BENCHMARKS.md).
+bench-spark: setup
+	$(PY) bench/bench_spark.py
 
 down: setup
 	$(REPLOG) dev down --data-dir $(DEMO_DIR)

@@ -1,4 +1,5 @@
-"""Packaging glue: the services live in services/<name>/ but import as replog.<name>."""
+"""Packaging glue: the services live in services/<name>/ and the Spark data source in spark/, but they
+import as replog.<name> and replog.spark."""
 
 from setuptools import Extension, find_packages, setup
 
@@ -13,6 +14,8 @@ def service_packages() -> tuple[list[str], dict[str, str]]:
         package_dir[f"replog.{name}"] = root
         packages.append(f"replog.{name}")
         packages += [f"replog.{name}.{sub}" for sub in find_packages(root)]
+    package_dir["replog.spark"] = "spark"
+    packages += ["replog.spark"] + [f"replog.spark.{sub}" for sub in find_packages("spark")]
     return packages, package_dir
 
 

@@ -16,6 +16,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 #define VARINT_BYTES_MAX 5  /* a 32-bit field: 5 groups of 7 bits, as the Python decoder allows */
 #define VARLONG_FAST_BYTES_MAX 9  /* 63 bits: a timestamp delta that surely fits an int64 */
@@ -248,6 +249,235 @@ static PyObject *records_tile(PyObject *self, PyObject *args) {
     return PyBool_FromLong(tiles);
 }
 
+/* ---- columns: the records of many batches into Arrow-layout buffers (the Spark reader's path) ---- */
+
+typedef struct {
+    char *data;
+    Py_ssize_t size;
+    Py_ssize_t capacity;
+} Growing;
+
+static int grow(Growing *g, Py_ssize_t more) {
+    if (g->size + more <= g->capacity) {
+        return 1;
+    }
+    Py_ssize_t capacity = g->capacity ? g->capacity : 4096;
+    while (capacity < g->size + more) {
+        capacity *= 2;
+    }
+    char *data = PyMem_Realloc(g->data, (size_t)capacity);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    g->data = data;
+    g->capacity = capacity;
+    return 1;
+}
+
+static int put(Growing *g, const void *bytes, Py_ssize_t size) {
+    if (!grow(g, size)) {
+        return 0;
+    }
+    memcpy(g->data + g->size, bytes, (size_t)size);
+    g->size += size;
+    return 1;
+}
+
+/* A binary column: Arrow's validity bitmap, int32 offsets and the bytes. */
+typedef struct {
+    Growing validity;
+    Growing offsets;
+    Growing data;
+    Py_ssize_t nulls;
+} BinaryColumn;
+
+typedef struct {
+    Growing offsets;  /* int64 */
+    Growing timestamps;  /* int64 microseconds */
+    Growing timestamp_types;  /* int32 */
+    BinaryColumn key;
+    BinaryColumn value;
+    Py_ssize_t rows;
+    int has_headers;
+} Columns;
+
+static void free_growing(Growing *g) {
+    PyMem_Free(g->data);
+    g->data = NULL;
+}
+
+static void free_columns(Columns *c) {
+    free_growing(&c->offsets);
+    free_growing(&c->timestamps);
+    free_growing(&c->timestamp_types);
+    BinaryColumn *binaries[2] = {&c->key, &c->value};
+    for (int i = 0; i < 2; i++) {
+        free_growing(&binaries[i]->validity);
+        free_growing(&binaries[i]->offsets);
+        free_growing(&binaries[i]->data);
+    }
+}
+
+/* Append one field to a binary column: -1 when outside the fast path, 0 on no memory, 1 done. */
+static int put_binary(BinaryColumn *column, Reader *r, Py_ssize_t row) {
+    int64_t size;
+    if (!read_varint(r, VARINT_BYTES_MAX, &size) || size < -1 || size > r->size - r->pos) {
+        return -1;
+    }
+    if (!grow(&column->validity, 1)) {
+        return 0;
+    }
+    if ((row & 7) == 0) {
+        column->validity.data[column->validity.size++] = 0;
+    }
+    if (size >= 0) {
+        column->validity.data[column->validity.size - 1] |= (char)(1 << (row & 7));
+        if (!put(&column->data, r->data + r->pos, (Py_ssize_t)size)) {
+            return 0;
+        }
+        r->pos += (Py_ssize_t)size;
+    } else {
+        column->nulls += 1;
+    }
+    if (column->data.size > INT32_MAX) {
+        return -1;  /* Arrow's binary offsets are 32 bits: the caller decodes in smaller pieces */
+    }
+    int32_t end = (int32_t)column->data.size;
+    return put(&column->offsets, &end, sizeof end);
+}
+
+/* One batch's records section into the columns, keeping offsets in [first, until). */
+static int put_batch(Columns *c, Reader *r, Py_ssize_t count, int64_t base_offset, int64_t base_timestamp,
+                     PyObject *timestamp_override, int32_t timestamp_type, int64_t first, int64_t until) {
+    int64_t override = 0;
+    if (timestamp_override != Py_None) {
+        override = PyLong_AsLongLong(timestamp_override);
+        if (override == -1 && PyErr_Occurred()) {
+            return 0;
+        }
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t length, timestamp_delta, offset_delta, offset, timestamp;
+        if (!read_varint(r, VARINT_BYTES_MAX, &length) || length < 0 || length > r->size - r->pos) {
+            return -1;
+        }
+        Py_ssize_t record_end = r->pos + (Py_ssize_t)length;
+        r->pos += 1;  /* attributes */
+        if (!read_varint(r, VARLONG_FAST_BYTES_MAX, &timestamp_delta) || !read_varint(r, VARINT_BYTES_MAX, &offset_delta)
+            || __builtin_add_overflow(base_offset, offset_delta, &offset)
+            || __builtin_add_overflow(base_timestamp, timestamp_delta, &timestamp)) {
+            return -1;
+        }
+        if (offset < first || offset >= until) {
+            r->pos = record_end;
+            continue;
+        }
+        if (timestamp_override != Py_None) {
+            timestamp = override;
+        }
+        int64_t micros;
+        if (__builtin_mul_overflow(timestamp, (int64_t)1000, &micros)) {
+            return -1;
+        }
+        Reader field = {r->data, record_end, r->pos};
+        int done = put_binary(&c->key, &field, c->rows);
+        if (done != 1) {
+            return done;
+        }
+        done = put_binary(&c->value, &field, c->rows);
+        if (done != 1) {
+            return done;
+        }
+        int64_t header_count;
+        if (!read_varint(&field, VARINT_BYTES_MAX, &header_count) || header_count < 0) {
+            return -1;
+        }
+        if (header_count > 0) {
+            c->has_headers = 1;  /* skipped here: the caller decodes them the long way when asked for */
+        } else if (field.pos != record_end) {
+            return -1;
+        }
+        r->pos = record_end;
+        if (!put(&c->offsets, &offset, sizeof offset) || !put(&c->timestamps, &micros, sizeof micros)
+            || !put(&c->timestamp_types, &timestamp_type, sizeof timestamp_type)) {
+            return 0;
+        }
+        c->rows += 1;
+    }
+    return r->pos == r->size ? 1 : -1;
+}
+
+static PyObject *as_bytes(const Growing *g) {
+    return PyBytes_FromStringAndSize(g->data ? g->data : "", g->size);
+}
+
+static PyObject *binary_result(const BinaryColumn *column) {
+    PyObject *validity = column->nulls ? as_bytes(&column->validity) : Py_NewRef(Py_None);
+    PyObject *offsets = as_bytes(&column->offsets);
+    PyObject *data = as_bytes(&column->data);
+    if (validity == NULL || offsets == NULL || data == NULL) {
+        Py_XDECREF(validity);
+        Py_XDECREF(offsets);
+        Py_XDECREF(data);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNn)", validity, offsets, data, column->nulls);
+}
+
+static PyObject *decode_columns(PyObject *module, PyObject *args) {
+    PyObject *segments;
+    long long first, until;
+    if (!PyArg_ParseTuple(args, "O!LL:decode_columns", &PyList_Type, &segments, &first, &until)) {
+        return NULL;
+    }
+    Columns c;
+    memset(&c, 0, sizeof c);
+    int32_t zero = 0;
+    if (!put(&c.key.offsets, &zero, sizeof zero) || !put(&c.value.offsets, &zero, sizeof zero)) {
+        free_columns(&c);
+        return NULL;
+    }
+    int done = 1;
+    for (Py_ssize_t i = 0; done == 1 && i < PyList_GET_SIZE(segments); i++) {
+        Py_buffer buffer;
+        Py_ssize_t count;
+        long long base_offset, base_timestamp;
+        int timestamp_type;
+        PyObject *timestamp_override;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(segments, i), "y*nLLOi:segment", &buffer, &count, &base_offset,
+                              &base_timestamp, &timestamp_override, &timestamp_type)) {
+            free_columns(&c);
+            return NULL;
+        }
+        Reader reader = {buffer.buf, buffer.len, 0};
+        done = count < 0 || count > buffer.len ? -1 : put_batch(&c, &reader, count, base_offset, base_timestamp,
+                                                                timestamp_override, timestamp_type, first, until);
+        PyBuffer_Release(&buffer);
+    }
+    PyObject *result = NULL;
+    if (done == 1) {
+        PyObject *key = binary_result(&c.key);
+        PyObject *value = key ? binary_result(&c.value) : NULL;
+        PyObject *offsets = value ? as_bytes(&c.offsets) : NULL;
+        PyObject *timestamps = offsets ? as_bytes(&c.timestamps) : NULL;
+        PyObject *types = timestamps ? as_bytes(&c.timestamp_types) : NULL;
+        if (types != NULL) {
+            result = Py_BuildValue("(nNNNNNO)", c.rows, offsets, timestamps, types, key, value,
+                                   c.has_headers ? Py_True : Py_False);
+        } else {
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            Py_XDECREF(offsets);
+            Py_XDECREF(timestamps);
+        }
+    } else if (done == -1) {
+        result = Py_NewRef(Py_None);
+    }
+    free_columns(&c);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(data, count, base_offset, base_timestamp, timestamp_override, record_type, prefix, suffix)\n"
@@ -260,6 +490,14 @@ static PyMethodDef methods[] = {
      "--\n\n"
      "Whether count records, each a length varint and a body of at least body_min bytes, fill data\n"
      "exactly."},
+    {"decode_columns", decode_columns, METH_VARARGS,
+     "decode_columns(segments, first, until)\n"
+     "--\n\n"
+     "The records of uncompressed records sections, each segment (data, count, base_offset,\n"
+     "base_timestamp, timestamp_override, timestamp_type), with offsets in [first, until), as\n"
+     "Arrow-layout buffers: (rows, offsets int64, timestamps int64 us, timestamp types int32,\n"
+     "key, value, has_headers), key and value each (validity or None, int32 offsets, data, nulls);\n"
+     "None when the input is outside the fast path (the record decoder then says what is wrong)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,0 +1,167 @@
+"""Spark reading replog next to Spark reading the same rows from parquet on local disk, in one run.
+
+Starts a local cluster (3 brokers, RF 1 so the figures are the reader's, not replication's),
+produces `--records` records of `--record-size` bytes into a topic of `--partitions` partitions,
+and in one local[2] SparkSession times, `--runs` times each, median reported:
+
+- replog -> count():    spark.read.format("replog")...load().count()
+- parquet -> count():   the same rows (all columns, written once from the replog read) counted
+- replog -> parquet:    the replog rows written to parquet on local disk
+- parquet -> parquet:   the parquet rows written again (Spark's own ceiling on this machine)
+
+Then a streaming query at `--rate` records/s (one producer thread) with a `--trigger-s` trigger
+into a noop sink: each micro-batch's duration and the time from a record's produce timestamp
+to the end of the micro-batch that read it, p50 and p99.
+
+    python bench/bench_spark.py [--records 10000000] [--record-size 100] [--runs 3] [--json]
+
+Run it under the cluster lock: flock /tmp/replog-cluster.lock python bench/bench_spark.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from replog.client import Admin, NewTopic, Producer  # noqa: E402
+from tests.integration.cluster import LocalCluster  # noqa: E402
+
+SEND_CHUNK = 10_000
+
+
+def timed(action) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def median_rate(records: int, seconds: list[float]) -> dict:
+    middle = statistics.median(seconds)
+    return {"seconds": [round(s, 2) for s in seconds], "median_s": round(middle, 2),
+            "records_per_s": round(records / middle)}
+
+
+def fill(bootstrap: str, topic: str, records: int, record_size: int) -> float:
+    value = b"x" * record_size
+    started = time.perf_counter()
+    with Producer(bootstrap, acks="all", linger_ms=20) as producer:
+        futures = [producer.send_many(topic, [value] * min(SEND_CHUNK, records - sent))
+                   for sent in range(0, records, SEND_CHUNK)]
+        for future in futures:
+            future.result(600)
+    return time.perf_counter() - started
+
+
+def batch_figures(spark, bootstrap: str, topic: str, records: int, runs: int, scratch: str) -> dict:
+    def source():
+        return spark.read.format("replog").option("bootstrap", bootstrap).option("subscribe", topic).load()
+
+    base = os.path.join(scratch, "rows.parquet")
+    source().write.mode("overwrite").parquet(base)
+    assert spark.read.parquet(base).count() == records
+    counts: dict[str, list[float]] = {"replog_count": [], "parquet_count": [], "replog_to_parquet": [],
+                                      "parquet_to_parquet": []}
+    out = os.path.join(scratch, "out.parquet")
+    for _ in range(runs):
+        counts["replog_count"].append(timed(lambda: source().count()))
+        counts["parquet_count"].append(timed(lambda: spark.read.parquet(base).count()))
+        counts["replog_to_parquet"].append(timed(lambda: source().write.mode("overwrite").parquet(out)))
+        counts["parquet_to_parquet"].append(timed(lambda: spark.read.parquet(base).write.mode("overwrite")
+                                                  .parquet(out)))
+    figures = {name: median_rate(records, seconds) for name, seconds in counts.items()}
+    figures["count_ratio"] = round(figures["replog_count"]["records_per_s"]
+                                   / figures["parquet_count"]["records_per_s"], 3)
+    figures["write_ratio"] = round(figures["replog_to_parquet"]["records_per_s"]
+                                   / figures["parquet_to_parquet"]["records_per_s"], 3)
+    return figures
+
+
+def streaming_figures(spark, bootstrap: str, topic: str, rate: int, trigger_s: float, duration_s: float,
+                      scratch: str) -> dict:
+    stop = threading.Event()
+
+    def produce_at_rate():
+        with Producer(bootstrap, acks="all", linger_ms=5) as producer:
+            started = time.monotonic()
+            sent = 0
+            while not stop.is_set():
+                due = int((time.monotonic() - started) * rate)
+                if due > sent:
+                    producer.send_many(topic, [b"y" * 100] * (due - sent))
+                    sent = due
+                time.sleep(0.001)
+
+    query = (spark.readStream.format("replog").option("bootstrap", bootstrap).option("subscribe", topic).load()
+             .selectExpr("timestamp").writeStream.format("memory").queryName("stream_latency")
+             .option("checkpointLocation", os.path.join(scratch, "stream-checkpoint"))
+             .trigger(processingTime=f"{trigger_s} seconds").start())
+    feeder = threading.Thread(target=produce_at_rate, daemon=True)
+    feeder.start()
+    time.sleep(duration_s)
+    stop.set()
+    feeder.join(30)
+    query.processAllAvailable()
+    progress = [p for p in query.recentProgress if p["numInputRows"] > 0][2:]  # past the warm-up
+    query.stop()
+    durations = sorted(p["durationMs"]["triggerExecution"] for p in progress)
+    rows = sum(p["numInputRows"] for p in progress)
+    return {"batches": len(progress), "rows": rows,
+            "batch_ms_p50": _percentile(durations, 50), "batch_ms_p99": _percentile(durations, 99),
+            "input_rows_per_s": round(statistics.median(p["inputRowsPerSecond"] for p in progress))
+            if progress else 0}
+
+
+def _percentile(values: list[float], percent: float) -> float:
+    if not values:
+        return 0.0
+    return values[min(len(values) - 1, int(len(values) * percent / 100))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10_000_000)
+    parser.add_argument("--record-size", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rate", type=int, default=5_000)
+    parser.add_argument("--trigger-s", type=float, default=1.0)
+    parser.add_argument("--stream-s", type=float, default=30.0)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    scratch = tempfile.mkdtemp(prefix="bench-spark-")
+    cluster = LocalCluster(os.path.join(scratch, "cluster"))
+    cluster.up("--brokers", "3", "--controllers", "1")
+    try:
+        bootstrap = cluster.status()["metadata"][0]["address"]
+        with Admin(bootstrap) as admin:
+            admin.create_topics([NewTopic("bench", num_partitions=args.partitions, replication_factor=1),
+                                 NewTopic("stream", num_partitions=2, replication_factor=3)])
+        produce_s = fill(bootstrap, "bench", args.records, args.record_size)
+        from replog.spark.session import replog_session
+
+        spark = replog_session("bench-spark")
+        spark.sparkContext.setLogLevel("ERROR")
+        result = {"records": args.records, "record_size": args.record_size, "partitions": args.partitions,
+                  "produce_records_per_s": round(args.records / produce_s),
+                  "batch": batch_figures(spark, bootstrap, "bench", args.records, args.runs, scratch),
+                  "streaming": streaming_figures(spark, bootstrap, "stream", args.rate, args.trigger_s,
+                                                 args.stream_s, scratch)}
+        spark.stop()
+    finally:
+        cluster.down()
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(json.dumps(result, indent=None if args.json else 2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

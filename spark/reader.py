@@ -1,0 +1,175 @@
+"""Batch and streaming reads: ranges planned on the driver, read by the tasks from the leaders.
+
+A batch read plans one range per partition between startingOffsets and
+endingOffsets (more when minPartitions asks for them). A streaming read keeps
+its position as offsets per partition in Spark's checkpoint; each micro-batch
+is planned by latestOffset(start, limit), which picks up new partitions (from
+their earliest offset), applies admission control (maxOffsetsPerTrigger,
+minOffsetsPerTrigger with maxTriggerDelay) and, under availableNow, stops at
+the offsets the query found when it started.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
+
+from replog.core.offset_ranges import (
+    EARLIEST,
+    LATEST,
+    capped_ends,
+    lost_past_end,
+    may_trigger,
+    ranges_between,
+    split_ranges,
+    waiting_records,
+)
+from replog.core.topic_partition import TopicPartition
+from replog.spark.offsets import ClusterOffsets, offsets_from_json, offsets_to_json
+from replog.spark.options import OptionError, SourceOptions
+from replog.spark.partition_reader import DataLossError, PartitionReader, ReadSettings
+
+log = logging.getLogger("replog.spark")
+
+
+@dataclass
+class RangePartition(InputPartition):
+    """One task's share: offsets [start, until) of one partition."""
+
+    topic: str
+    partition: int
+    start: int
+    until: int
+
+
+def plan(starts: dict[TopicPartition, int], ends: dict[TopicPartition, int],
+         min_partitions: int | None) -> list[RangePartition]:
+    return [RangePartition(r.tp.topic, r.tp.partition, r.start, r.until)
+            for r in split_ranges(ranges_between(starts, ends), min_partitions)]
+
+
+def read_range(options: SourceOptions, partition: RangePartition) -> Iterator:
+    """The task's side, shared by batch and streaming reads: Arrow batches of one range."""
+    reader = PartitionReader(options.bootstrap, ReadSettings(
+        isolation_level=options.isolation_level, include_headers=options.include_headers,
+        fail_on_data_loss=options.fail_on_data_loss, poll_timeout_ms=options.poll_timeout_ms))
+    try:
+        yield from reader.read(TopicPartition(partition.topic, partition.partition), partition.start, partition.until)
+    finally:
+        reader.close()
+
+
+class ReplogBatchReader(DataSourceReader):
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._cluster = ClusterOffsets(options)
+
+    def partitions(self) -> list[RangePartition]:
+        try:
+            tps = self._cluster.partitions()
+            starts = self._cluster.resolve(self.options.starting, tps, EARLIEST, "startingOffsets")
+            ends = self._cluster.resolve(self.options.ending, tps, LATEST, "endingOffsets")
+        finally:
+            self._cluster.close()
+        for tp in tps:
+            if self.options.starting.kind == "offsets" and self.options.ending.kind == "offsets" \
+                    and starts[tp] > ends[tp]:
+                raise OptionError(f"startingOffsets for {tp} ({starts[tp]}) is after its endingOffsets ({ends[tp]})")
+        return plan(starts, ends, self.options.min_partitions)
+
+    def read(self, partition: RangePartition) -> Iterator:
+        return read_range(self.options, partition)
+
+
+class ReplogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self._cluster = ClusterOffsets(options)
+        self._latest: dict[TopicPartition, int] | None = None  # for the query's progress
+        self._target: dict[TopicPartition, int] | None = None  # availableNow: where to stop
+        self._last_trigger_s = time.monotonic()
+
+    def initialOffset(self) -> dict:
+        tps = self._cluster.partitions()
+        return offsets_to_json(self._cluster.resolve(self.options.starting, tps, LATEST, "startingOffsets"))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self.options.max_offsets_per_trigger)
+        if self.options.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._cluster.latest(self._cluster.partitions())
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        starts = offsets_from_json(start)
+        tps = self._cluster.partitions()
+        new = [tp for tp in tps if tp not in starts]
+        if new:
+            log.info("new partitions %s start at their earliest offsets", ", ".join(map(str, new)))
+            starts.update(self._cluster.earliest(new))
+        latest = self._cluster.latest(tps)
+        self._latest = latest
+        latest = {tp: self._checked_end(tp, starts[tp], offset) for tp, offset in latest.items()}
+        if self._target is not None:
+            latest = {tp: min(offset, self._target.get(tp, starts[tp])) for tp, offset in latest.items()}
+        ends = self._admitted(starts, latest, limit)
+        if ends is None or (not new and all(ends[tp] == starts[tp] for tp in ends)):
+            return start
+        self._last_trigger_s = time.monotonic()
+        return offsets_to_json(ends)
+
+    def _checked_end(self, tp: TopicPartition, start: int, latest: int) -> int:
+        """The log end went back below where the query stands: an unclean election truncated it."""
+        lost = lost_past_end(tp, start, latest)
+        if lost is None:
+            return latest
+        if self.options.fail_on_data_loss:
+            raise DataLossError(lost)
+        log.warning("%s; going on from offset %d (failOnDataLoss=false)", lost, latest)
+        return latest
+
+    def _admitted(self, starts, latest, limit: ReadLimit) -> dict[TopicPartition, int] | None:
+        """The ends this micro-batch may read to under the read limit; None when it must wait."""
+        if isinstance(limit, ReadAllAvailable):
+            return latest
+        min_records = limit.min_rows if isinstance(limit, ReadMinRows) else self.options.min_offsets_per_trigger
+        since_last_ms = int((time.monotonic() - self._last_trigger_s) * 1000)
+        if min_records is not None and not may_trigger(waiting_records(starts, latest), min_records, since_last_ms,
+                                                        self.options.max_trigger_delay_ms):
+            return None
+        max_records = limit.max_rows if isinstance(limit, ReadMaxRows) else self.options.max_offsets_per_trigger
+        return capped_ends(starts, latest, max_records) if max_records else latest
+
+    def reportLatestOffset(self) -> dict | None:
+        return offsets_to_json(self._latest) if self._latest is not None else None
+
+    def partitions(self, start: dict, end: dict) -> list[RangePartition]:
+        starts = offsets_from_json(start)
+        ends = offsets_from_json(end)
+        new = [tp for tp in ends if tp not in starts]
+        if new:
+            starts.update(self._cluster.earliest(new))
+        return plan(starts, ends, self.options.min_partitions)
+
+    def read(self, partition: RangePartition) -> Iterator:
+        return read_range(self.options, partition)
+
+    def commit(self, end: dict) -> None:
+        """Spark's checkpoint holds the position; nothing is committed to a group."""
+
+    def stop(self) -> None:
+        self._cluster.close()

@@ -1,0 +1,62 @@
+"""The `replog` data source: `spark.dataSource.register(ReplogDataSource)`, then `format("replog")`."""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import DataSource
+from pyspark.sql.types import StructType
+
+from replog.spark.arrow import arrow_schema, spark_schema
+from replog.spark.options import OptionError, sink_options, source_options, wants_headers
+from replog.spark.reader import ReplogBatchReader, ReplogStreamReader
+from replog.spark.writer import (
+    ReplogBatchWriter,
+    ReplogStreamWriter,
+    refuse_exactly_once_until_supported,
+    sink_columns,
+)
+
+
+class ReplogDataSource(DataSource):
+    """Reads and writes replog topics with spark-sql-kafka's options and row schema (docs/SPARK.md)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "replog"
+
+    def schema(self) -> str:
+        return spark_schema(wants_headers(self.options))
+
+    def reader(self, schema: StructType) -> ReplogBatchReader:
+        options = source_options(self.options, streaming=False)
+        _check_schema(schema, options.include_headers)
+        return ReplogBatchReader(options)
+
+    def streamReader(self, schema: StructType) -> ReplogStreamReader:
+        options = source_options(self.options, streaming=True)
+        _check_schema(schema, options.include_headers)
+        return ReplogStreamReader(options)
+
+    def writer(self, schema: StructType, overwrite: bool) -> ReplogBatchWriter:
+        options = sink_options(self.options)
+        _refuse_overwrite(overwrite)
+        refuse_exactly_once_until_supported(options)
+        return ReplogBatchWriter(options, sink_columns(schema, options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> ReplogStreamWriter:
+        options = sink_options(self.options)
+        _refuse_overwrite(overwrite)
+        refuse_exactly_once_until_supported(options)
+        return ReplogStreamWriter(options, sink_columns(schema, options))
+
+
+def _check_schema(schema: StructType, include_headers: bool) -> None:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    if not to_arrow_schema(schema, timezone="UTC").equals(arrow_schema(include_headers)):
+        raise OptionError(f"replog rows have a fixed schema, {spark_schema(include_headers)}; drop the "
+                          f".schema(...) given ({schema.simpleString()})")
+
+
+def _refuse_overwrite(overwrite: bool) -> None:
+    if overwrite:
+        raise OptionError("a replog topic is append-only; write with mode(\"append\")")

@@ -1,0 +1,152 @@
+"""Batch reads and writes through a real cluster, as a Spark user runs them (local[2])."""
+
+import json
+import time
+
+import pytest
+
+from replog.client import Producer
+from replog.spark.writer import transactions_supported
+from tests.spark.conftest import create_topic, produce, wait_until
+
+pytestmark = pytest.mark.slow
+
+
+def replog(spark, bootstrap, **options):
+    reader = spark.read.format("replog").option("bootstrap", bootstrap)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
+def as_rows(df):
+    return sorted((r.partition, r.offset, r.key, r.value, round(r.timestamp.timestamp() * 1000))
+                  for r in df.collect())
+
+
+def produced_rows(results, topic):
+    return sorted((m.partition, m.offset, k, v, m.timestamp) for m, k, v in results if m.topic == topic)
+
+
+@pytest.fixture(scope="module")
+def orders(admin, bootstrap):
+    create_topic(admin, "orders")
+    return produce(bootstrap, "orders", [(b"k%d" % i, b"order %d" % i) for i in range(300)])
+
+
+def test_a_batch_read_returns_exactly_the_produced_rows(spark, bootstrap, orders):
+    df = replog(spark, bootstrap, subscribe="orders")
+    assert df.schema.simpleString() == ("struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,"
+                                        "timestamp:timestamp,timestampType:int>")
+    assert as_rows(df) == produced_rows(orders, "orders")
+    assert {r.topic for r in df.select("topic").distinct().collect()} == {"orders"}
+
+
+def test_json_offsets_pick_per_partition_ranges(spark, bootstrap, orders):
+    df = replog(spark, bootstrap, subscribe="orders", startingOffsets=json.dumps({"orders": {"0": 5, "1": -2}}),
+                endingOffsets=json.dumps({"orders": {"0": 10, "1": 3, "2": -1}}))
+    wanted = [r for r in produced_rows(orders, "orders")
+              if (r[0] == 0 and 5 <= r[1] < 10) or (r[0] == 1 and r[1] < 3) or r[0] == 2]
+    assert as_rows(df) == wanted
+
+
+def test_earliest_to_latest_split_into_more_tasks_than_partitions_reads_each_row_once(spark, bootstrap, orders):
+    df = replog(spark, bootstrap, subscribe="orders", startingOffsets="earliest", endingOffsets="latest",
+                minPartitions="8")
+    assert df.rdd.getNumPartitions() == 8
+    assert as_rows(df) == produced_rows(orders, "orders")
+
+
+def test_a_time_range_reads_the_records_written_within_it(spark, bootstrap, admin):
+    create_topic(admin, "timed", partitions=2)
+    before = produce(bootstrap, "timed", [(None, b"before %d" % i) for i in range(20)])
+    wait_until(lambda: time.time() * 1000 > max(m.timestamp for m, _, _ in before) + 20, 5, "the clock to move on")
+    within = produce(bootstrap, "timed", [(None, b"within %d" % i) for i in range(20)])
+    wait_until(lambda: time.time() * 1000 > max(m.timestamp for m, _, _ in within) + 20, 5, "the clock to move on")
+    produce(bootstrap, "timed", [(None, b"after %d" % i) for i in range(20)])
+    start = min(m.timestamp for m, _, _ in within)
+    end = max(m.timestamp for m, _, _ in within) + 1
+    df = replog(spark, bootstrap, subscribe="timed", startingTimestamp=str(start), endingTimestamp=str(end))
+    assert as_rows(df) == produced_rows(within, "timed")
+    per_partition = json.dumps({"timed": {"0": start, "1": start}})
+    assert replog(spark, bootstrap, subscribe="timed", startingOffsetsByTimestamp=per_partition).count() == 40
+
+
+def test_a_pattern_subscription_and_headers(spark, bootstrap, admin):
+    create_topic(admin, "events-a", partitions=1)
+    create_topic(admin, "events-b", partitions=1)
+    with Producer(bootstrap) as producer:
+        producer.send("events-a", b"a", headers=[("trace", b"42")]).result(30)
+        producer.send("events-b", b"b").result(30)
+    df = replog(spark, bootstrap, subscribePattern="events-.*", includeHeaders="true")
+    rows = {r.topic: r for r in df.collect()}
+    assert set(rows) == {"events-a", "events-b"}
+    assert [(h.key, h.value) for h in rows["events-a"].headers] == [("trace", b"42")]
+    assert rows["events-b"].headers == []
+
+
+def test_read_committed_reads_what_is_committed(spark, bootstrap, orders):
+    df = replog(spark, bootstrap, subscribe="orders", isolationLevel="read_committed")
+    assert as_rows(df) == produced_rows(orders, "orders")
+
+
+def test_a_write_of_100000_rows_lands_complete(spark, bootstrap, admin):
+    create_topic(admin, "written")
+    rows = spark.range(100_000).selectExpr("cast(id as string) as key", "cast(id * 2 as string) as value")
+    rows.write.format("replog").option("bootstrap", bootstrap).option("topic", "written").mode("append").save()
+    back = replog(spark, bootstrap, subscribe="written").selectExpr("cast(key as string) k", "cast(value as string) v")
+    summary = back.selectExpr("count(*) n", "count(distinct k) keys", "sum(cast(v as long)) total").first()
+    assert (summary.n, summary.keys, summary.total) == (100_000, 100_000, 2 * sum(range(100_000)))
+    # Keys land where Kafka's partitioner puts them: each key in one partition only.
+    assert back.groupBy("k").agg({"*": "count"}).filter("`count(1)` > 1").count() == 0
+
+
+def test_a_topic_column_routes_rows_and_a_partition_column_places_them(spark, bootstrap, admin):
+    create_topic(admin, "routed-a", partitions=2)
+    create_topic(admin, "routed-b", partitions=2)
+    rows = spark.createDataFrame([("routed-a", 1, "x"), ("routed-b", 0, "y")],
+                                 "topic string, partition int, value string")
+    rows.write.format("replog").option("bootstrap", bootstrap).mode("append").save()
+    got = replog(spark, bootstrap, subscribePattern="routed-.*").collect()
+    assert sorted((r.topic, r.partition, r.value) for r in got) == [("routed-a", 1, b"x"), ("routed-b", 0, b"y")]
+
+
+BAD_READS = [
+    ({"subscribe": "orders"}, "option bootstrap is required"),
+    ({"bootstrap": None, "subscribe": "orders", "assign": '{"orders":[0]}'},
+     "give exactly one of the options subscribe, subscribePattern and assign (got subscribe and assign)"),
+    ({"bootstrap": None, "subscribe": "orders", "startingOffsets": '{"orders":{0:1}}'},
+     "option startingOffsets is not valid JSON"),
+    ({"bootstrap": None, "subscribe": "no-such-topic"}, "topic 'no-such-topic' does not exist"),
+    ({"bootstrap": None, "assign": '{"orders":[7]}'}, "partition orders-7 does not exist"),
+]
+
+
+@pytest.mark.parametrize("options, says", BAD_READS)
+def test_bad_options_get_one_clear_error_before_any_task_starts(spark, bootstrap, orders, options, says):
+    group = f"bad-{abs(hash(says))}"
+    spark.sparkContext.setJobGroup(group, "a read with bad options")
+    reader = spark.read.format("replog")
+    for name, value in options.items():
+        reader = reader.option(name, bootstrap if value is None else value)
+    with pytest.raises(Exception) as failure:
+        reader.load().count()
+    assert f"OptionError: {says}" in str(failure.value)
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup(group) == []
+
+
+def test_a_bad_write_is_refused_before_any_task_starts(spark, bootstrap):
+    rows = spark.createDataFrame([("x",)], "payload string")
+    with pytest.raises(Exception, match="writing to replog needs a value column"):
+        rows.write.format("replog").option("bootstrap", bootstrap).option("topic", "orders").mode("append").save()
+    values = spark.createDataFrame([("x",)], "value string")
+    with pytest.raises(Exception, match="a replog topic is append-only"):
+        values.write.format("replog").option("bootstrap", bootstrap).option("topic", "orders").mode("overwrite").save()
+
+
+@pytest.mark.skipif(transactions_supported(), reason="the exactly-once write is tested once transactions exist")
+def test_exactly_once_is_refused_until_transactions_exist(spark, bootstrap):
+    values = spark.createDataFrame([("x",)], "value string")
+    with pytest.raises(Exception, match="transactional=true .exactly once. needs replog's transactional producer"):
+        (values.write.format("replog").option("bootstrap", bootstrap).option("topic", "orders")
+         .option("transactional", "true").mode("append").save())

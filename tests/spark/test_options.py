@@ -1,0 +1,90 @@
+"""The data source's options as a Spark user writes them: spark-sql-kafka's names, one clear error each."""
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from replog.core.offset_ranges import EARLIEST, LATEST  # noqa: E402
+from replog.core.topic_partition import TopicPartition  # noqa: E402
+from replog.spark.options import OptionError, sink_options, source_options  # noqa: E402
+
+BOOTSTRAP = {"bootstrap": "127.0.0.1:9094"}
+
+
+def read(streaming=False, **options):
+    return source_options({**BOOTSTRAP, **options}, streaming=streaming)
+
+
+def test_defaults_are_spark_sql_kafkas():
+    batch = read(subscribe="a, b,a")
+    assert batch.subscription.topics == ("a", "b")
+    assert batch.starting.kind == "earliest" and batch.ending.kind == "latest"
+    assert batch.fail_on_data_loss and not batch.include_headers
+    assert batch.isolation_level == "read_uncommitted"
+    assert read(streaming=True, subscribe="a").starting.kind == "latest"
+
+
+def test_option_names_are_case_insensitive_and_json_offsets_are_per_partition():
+    options = source_options({"BOOTSTRAP": "h:1", "Subscribe": "t",
+                              "startingoffsets": '{"t":{"0":23,"1":-2}}', "endingOffsets": '{"t":{"0":40}}'},
+                             streaming=False)
+    assert options.starting.offsets == {TopicPartition("t", 0): 23, TopicPartition("t", 1): EARLIEST}
+    assert options.ending.for_partition(TopicPartition("t", 1), LATEST) == ("offset", LATEST)
+
+
+def test_timestamps_win_over_offsets_as_in_spark_sql_kafka():
+    options = read(subscribe="t", startingOffsets="earliest", startingTimestamp="1700000000000",
+                   startingOffsetsByTimestamp='{"t":{"0":5}}')
+    assert options.starting.for_partition(TopicPartition("t", 3), EARLIEST) == ("timestamp", 1700000000000)
+    by_partition = read(subscribe="t", startingOffsetsByTimestamp='{"t":{"0":5}}')
+    assert by_partition.starting.for_partition(TopicPartition("t", 0), EARLIEST) == ("timestamp", 5)
+    assert by_partition.starting.for_partition(TopicPartition("t", 1), EARLIEST) == ("offset", EARLIEST)
+
+
+def test_assign_and_admission_control():
+    options = read(streaming=True, assign='{"t":[0,2]}', maxOffsetsPerTrigger="1000", minOffsetsPerTrigger="10",
+                   maxTriggerDelay="30s", minPartitions="4")
+    assert options.subscription.partitions == (TopicPartition("t", 0), TopicPartition("t", 2))
+    assert (options.max_offsets_per_trigger, options.min_offsets_per_trigger) == (1000, 10)
+    assert options.max_trigger_delay_ms == 30_000 and options.min_partitions == 4
+
+
+@pytest.mark.parametrize("options, says", [
+    ({"subscribe": "t", "bootstrap": ""}, "option bootstrap is required"),
+    ({"subscribe": "t", "bootstrap": "nohost"}, "not HOST:PORT"),
+    ({"subscribe": "t", "assign": '{"t":[0]}'}, "exactly one of the options subscribe, subscribePattern and assign"),
+    ({}, "exactly one of"),
+    ({"assign": "[0, 1]"}, "option assign must be a JSON object"),
+    ({"assign": '{"t": [-1]}'}, "needs a list of partition numbers"),
+    ({"subscribePattern": "("}, "is not a regular expression"),
+    ({"subscribe": "t", "startingOffsets": "{bad"}, "option startingOffsets is not valid JSON"),
+    ({"subscribe": "t", "startingOffsets": '{"t":{"0":"x"}}'}, "must map a partition number to an integer"),
+    ({"subscribe": "t", "startingOffsets": '{"t":{"0":-3}}'}, "is not an offset"),
+    ({"subscribe": "t", "startingOffsets": "latest"}, "startingOffsets=latest would read nothing"),
+    ({"subscribe": "t", "endingOffsets": "earliest"}, "endingOffsets=earliest would read nothing"),
+    ({"subscribe": "t", "endingOffsets": '{"t":{"0":-2}}'}, "which a query cannot end at"),
+    ({"subscribe": "t", "startingTimestamp": "yesterday"}, "must be a time in ms"),
+    ({"subscribe": "t", "minPartitions": "0"}, "minPartitions must be a positive whole number"),
+    ({"subscribe": "t", "failOnDataLoss": "yes"}, "failOnDataLoss must be true or false"),
+    ({"subscribe": "t", "isolationLevel": "serializable"}, "isolationLevel must be read_uncommitted or read_committed"),
+    ({"subscribe": "t", "startingOffset": "earliest"}, "unknown option 'startingoffset'"),
+    ({"subscribe": "t", "maxTriggerDelay": "5m"}, "maxTriggerDelay only makes sense with minOffsetsPerTrigger"),
+])
+def test_bad_read_options_get_one_sentence(options, says):
+    with pytest.raises(OptionError, match=says.replace("(", r"\(").replace("[", r"\[")):
+        source_options({**BOOTSTRAP, **options} if "bootstrap" not in options else options, streaming=False)
+
+
+def test_streams_refuse_ending_offsets():
+    with pytest.raises(OptionError, match="endingOffsets is for batch reads only"):
+        read(streaming=True, subscribe="t", endingOffsets="latest")
+
+
+def test_sink_options():
+    options = sink_options({**BOOTSTRAP, "topic": "out", "acks": "1"})
+    assert (options.topic, options.acks, options.transactional) == ("out", 1, False)
+    assert sink_options(BOOTSTRAP).acks == -1
+    with pytest.raises(OptionError, match="acks must be all, 1 or 0"):
+        sink_options({**BOOTSTRAP, "acks": "2"})
+    with pytest.raises(OptionError, match="unknown option 'subscribe' for writing"):
+        sink_options({**BOOTSTRAP, "subscribe": "t"})
