@@ -5,8 +5,8 @@ import pytest
 from replog.core.errors import ErrorCode
 from replog.core.invariant import InvariantViolation
 from replog.core.log import MemoryBatch, MemoryLog
-from replog.core.partition_driver import LogOpFailed, apply_log_op
 from replog.core.messages import AppendAsFollower, AppendAsLeader, TruncateTo
+from replog.core.partition_driver import LogOpFailed, apply_log_op
 
 
 def batch(*records: bytes) -> MemoryBatch:
