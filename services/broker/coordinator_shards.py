@@ -297,11 +297,16 @@ class CoordinatorShards(Generic[C]):
             completion = await waiter
             if completion.error != ErrorCode.NONE and error == ErrorCode.NONE:
                 error = completion.error
+        self.write_failed(shard, error)
+        return error
+
+    def write_failed(self, shard: Shard[C], error: ErrorCode) -> None:
+        """A write of the shard's records failed: counted when the log refused it, and then, with
+        `reload_after_refused_write`, the shard is replayed again."""
         if error in NOT_APPENDED:
             metrics.COORDINATOR_WRITES_REFUSED.labels(self.topic, error.name).inc()
             if self.reload_after_refused_write and self.is_current(shard):
                 self.reload(shard, f"a write was refused ({error.name})")
-        return error
 
     def submit(self, shard: Shard[C], data: bytes, count: int,
                producer: ProducerAppend | None = None) -> asyncio.Future:

@@ -160,6 +160,7 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
             completion = await waiter
             if completion.error != ErrorCode.NONE:
                 error = completion.error if error == ErrorCode.NONE else error
+                self.write_failed(shard, completion.error)
                 log.warning("%s: transaction records of %s not written (%s); they go back to their last records "
                             "written", shard.driver.name, sorted({r.transactional_id for r in records}),
                             completion.error.name,
