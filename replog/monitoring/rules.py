@@ -114,6 +114,15 @@ ALERTS: tuple[Alert, ...] = (
         "started a new one. A broker counts as gone and back, and its partitions were elected again.",
     ),
     Alert(
+        "ReplogCoordinatorLoadFailed",
+        "sum by (namespace, instance, topic) (increase(replog_coordinator_load_failures_total[10m])) > 0",
+        0, "warning",
+        "A coordinator on {{ $labels.instance }} failed to load a partition of {{ $labels.topic }}",
+        "Loading a partition of {{ $labels.topic }} failed on {{ $labels.instance }} in the last 10 minutes "
+        "and was started again; its groups or transactional ids get COORDINATOR_LOAD_IN_PROGRESS until a "
+        "load succeeds. The broker's log has the ERROR and its traceback.",
+    ),
+    Alert(
         "ReplogZooKeeperDisconnected",
         'max by (namespace, instance) (replog_zookeeper_session_state{state="connected"}) == 0',
         60, "warning",

@@ -6,11 +6,17 @@ partition of the topic it replays the partition into a new shard (LOADING:
 requests for its keys are answered COORDINATOR_LOAD_IN_PROGRESS), waits until
 the high watermark covers what it replayed, so that it acts only on what is
 committed, then serves them (ACTIVE); when it stops leading it drops the shard,
-and its keys' requests are answered NOT_COORDINATOR. Every operation runs on
-the broker's loop: the shard's core decides and applies at once, then its
-records are appended to the partition with acks=all, and the answer goes out
-once they are committed. A write that the log refused leaves memory ahead of
-the log: the shard is replayed again.
+and its keys' requests are answered NOT_COORDINATOR. A load that fails (a bug,
+a read error: never what the log holds, which the cores take as it is) is
+logged as an ERROR with its traceback and started again after a backoff.
+
+Every operation runs on the broker's loop: the shard's core decides and
+applies at once, its records are handed to the partition (acks=all) in the
+same step, so that the log holds the decisions in the order they were made,
+and the answer goes out once they are committed. A write that the log refused
+leaves memory ahead of the log: the group coordinator replays its shard again
+at once; the transaction coordinator's core takes the ids concerned back to
+their last records written (`reload_after_refused_write`).
 """
 
 from __future__ import annotations
@@ -23,15 +29,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from replog.broker import metrics
 from replog.broker.partitions import Partitions, now_ms
 from replog.core.errors import ErrorCode
 from replog.core.key_placement import partition_for
-from replog.core.messages import ACKS_ALL, ProduceRequest
+from replog.core.messages import ACKS_ALL, CompleteProduce, ProduceRequest
 from replog.core.partition_driver import PartitionDriver
 from replog.core.producer_state import ProducerAppend
 from replog.core.topic_partition import TopicPartition
 from replog.protocol import encode_batch, iter_batches
 from replog.protocol.batch import DecodedBatch
+from replog.rpc import logs
 
 log = logging.getLogger("replog.broker")
 
@@ -40,6 +48,9 @@ C = TypeVar("C")
 LOAD_READ_BYTES = 1 << 20
 # How long a loading shard waits at a time for the high watermark to cover what it replayed.
 LOAD_HIGH_WATERMARK_WAIT_S = 0.5
+# A load that failed starts again after this backoff, doubled at each failure up to the maximum.
+LOAD_RETRY_BACKOFF_S = 0.5
+LOAD_RETRY_BACKOFF_MAX_S = 10.0
 # Records of one operation are written in batches of about this size (the topics' max.message.bytes is 1 MiB).
 WRITE_BATCH_BYTES = 512 * 1024
 # Errors of an append that left nothing in the log: the shard's memory is ahead of it.
@@ -56,6 +67,10 @@ class Encodable(Protocol):
     def encode(self) -> tuple[bytes, bytes | None]: ...
 
 
+# A batch of records handed to the partition, and the future of the partition's answer to it.
+Submitted = tuple[list[Encodable], "asyncio.Future[CompleteProduce]"]
+
+
 @dataclass
 class Shard(Generic[C]):
     partition: int
@@ -64,6 +79,11 @@ class Shard(Generic[C]):
     state: ShardState
     core: C
     loader: asyncio.Task[None] | None = None
+    load_attempt: int = 0  # loads of this leadership that failed before this one
+
+
+class _ReadFailed(Exception):
+    """The partition's log could not be read while loading."""
 
 
 class CoordinatorError(Exception):
@@ -78,8 +98,8 @@ class CoordinatorShards(Generic[C]):
 
     topic: str  # the internal topic
     kind: str  # what its keys name, for messages: "group", "transactional id"
-    # Reload after any failed write (True), or only after one that left nothing in the log (False).
-    reload_after_any_failed_write = False
+    # Replay the shard again after a write the log refused (its core has no other way back to the log).
+    reload_after_refused_write = True
 
     def __init__(self, partitions: Partitions, write_timeout_ms: int, tick_interval_s: float) -> None:
         self._partitions = partitions
@@ -135,10 +155,33 @@ class CoordinatorShards(Generic[C]):
         if shard is None and driver.is_leader:
             self._load(driver)
 
-    def _load(self, driver: PartitionDriver) -> None:
-        shard = Shard(driver.partition, driver, driver.replica.leader_epoch, ShardState.LOADING, self.new_core(driver))
+    def _load(self, driver: PartitionDriver, attempt: int = 0) -> None:
+        shard = Shard(driver.partition, driver, driver.replica.leader_epoch, ShardState.LOADING, self.new_core(driver),
+                      load_attempt=attempt)
         self._shards[driver.partition] = shard
-        shard.loader = asyncio.get_running_loop().create_task(self._replay(shard))
+        shard.loader = asyncio.get_running_loop().create_task(self._loader(shard))
+
+    async def _loader(self, shard: Shard[C]) -> None:
+        """Load the shard; a load that fails is logged and started again, in a new shard, after a backoff: a
+        shard never stays LOADING because its loader died."""
+        try:
+            if shard.load_attempt:
+                await asyncio.sleep(load_backoff_s(shard.load_attempt))
+                if not self.is_current(shard):
+                    return
+            await self._replay(shard)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001 -- whatever it was, the shard must not stay LOADING
+            metrics.COORDINATOR_LOAD_FAILURES.labels(self.topic).inc()
+            log.error("%s: %s coordinator failed to load (attempt %d): %s; it loads again in %.1f s",
+                      shard.driver.name, self.kind, shard.load_attempt + 1, error,
+                      load_backoff_s(shard.load_attempt + 1), exc_info=not isinstance(error, _ReadFailed),
+                      extra=logs.fields("coordinator_load_failed", topic=self.topic, partition=shard.partition))
+            if self.is_current(shard):
+                del self._shards[shard.partition]
+                if shard.driver.is_leader and shard.driver.replica.leader_epoch == shard.leader_epoch:
+                    self._load(shard.driver, shard.load_attempt + 1)
 
     async def _replay(self, shard: Shard[C]) -> None:
         """Replay the partition up to its log end, until the high watermark covers it; then the shard is ACTIVE.
@@ -152,9 +195,7 @@ class CoordinatorShards(Generic[C]):
             while offset < driver.log.log_end_offset:
                 read = driver.log.read(offset, LOAD_READ_BYTES, max_offset=driver.log.log_end_offset)
                 if read.error != ErrorCode.NONE or not read.records:
-                    log.error("%s: %s coordinator could not read offset %d (%s); it stays unloaded", driver.name,
-                              self.kind, offset, read.error.name)
-                    return
+                    raise _ReadFailed(f"offset {offset} could not be read ({read.error.name})")
                 for batch in iter_batches(read.records):
                     records += self.replay_batch(shard, batch)
                     offset = batch.last_offset + 1
@@ -225,18 +266,47 @@ class CoordinatorShards(Generic[C]):
     # -- writing ----------------------------------------------------------------------------------
 
     async def write(self, shard: Shard[C], records: Iterable[Encodable]) -> ErrorCode:
-        """Append the records (acks=all) and wait until they are committed; a write the log refused replays
-        the shard again."""
-        pending = [self.submit(shard, data, count) for data, count in _batches(records)]
+        """Hand the records to the partition now and wait until they are committed (acks=all)."""
+        return await self.completed(shard, self.submit_records(shard, records))
+
+    def submit_records(self, shard: Shard[C], records: Iterable[Encodable]) -> list[Submitted]:
+        """Hand the records to the partition's leader now, in batches (acks=all): called in the step that
+        decided them, so that the log holds decisions in the order they were made. Each batch's records and
+        the future of its answer. A batch the leader refuses at once (NOT_ENOUGH_REPLICAS) fails the ones
+        after it unsent; with `reload_after_refused_write` the shard is replayed again at once, before
+        anything else is decided on what the log does not hold."""
+        submitted: list[Submitted] = []
+        refused = ErrorCode.NONE
+        for batch_records, data, count in _batches(records):
+            if refused != ErrorCode.NONE:
+                waiter: asyncio.Future[CompleteProduce] = asyncio.get_running_loop().create_future()
+                waiter.set_result(CompleteProduce(None, refused))
+            else:
+                waiter = self.submit(shard, data, count)
+                if waiter.done() and waiter.result().error in NOT_APPENDED:
+                    refused = waiter.result().error
+            submitted.append((batch_records, waiter))
+        if refused != ErrorCode.NONE and self.reload_after_refused_write and self.is_current(shard):
+            self.reload(shard, f"a write was refused ({refused.name})")
+        return submitted
+
+    async def completed(self, shard: Shard[C], submitted: list[Submitted]) -> ErrorCode:
+        """Wait for the submitted batches' answers: NONE, or the first batch's error."""
         error = ErrorCode.NONE
-        for waiter in pending:
+        for _, waiter in submitted:
             completion = await waiter
             if completion.error != ErrorCode.NONE and error == ErrorCode.NONE:
                 error = completion.error
-        if error != ErrorCode.NONE and self.is_current(shard) and (
-                self.reload_after_any_failed_write or error in NOT_APPENDED):
-            self.reload(shard, f"a write was refused ({error.name})")
+        self.write_failed(shard, error)
         return error
+
+    def write_failed(self, shard: Shard[C], error: ErrorCode) -> None:
+        """A write of the shard's records failed: counted when the log refused it, and then, with
+        `reload_after_refused_write`, the shard is replayed again."""
+        if error in NOT_APPENDED:
+            metrics.COORDINATOR_WRITES_REFUSED.labels(self.topic, error.name).inc()
+            if self.reload_after_refused_write and self.is_current(shard):
+                self.reload(shard, f"a write was refused ({error.name})")
 
     def submit(self, shard: Shard[C], data: bytes, count: int,
                producer: ProducerAppend | None = None) -> asyncio.Future:
@@ -249,19 +319,28 @@ class CoordinatorShards(Generic[C]):
         return waiter
 
 
-def _batches(records: Iterable[Encodable]) -> list[tuple[bytes, int]]:
-    """The records encoded as record batches of about WRITE_BATCH_BYTES each."""
-    batches, rows, size = [], [], 0
+def _batches(records: Iterable[Encodable]) -> list[tuple[list[Encodable], bytes, int]]:
+    """The records as record batches of about WRITE_BATCH_BYTES each: each batch's records, bytes and count."""
+    batches: list[tuple[list[Encodable], bytes, int]] = []
+    batch: list[Encodable] = []
+    rows: list[tuple[bytes, bytes | None]] = []
+    size = 0
     for record in records:
         key, value = record.encode()
+        batch.append(record)
         rows.append((key, value))
         size += len(key) + (len(value) if value is not None else 0)
         if size >= WRITE_BATCH_BYTES:
-            batches.append((encode_batch(rows), len(rows)))
-            rows, size = [], 0
+            batches.append((batch, encode_batch(rows), len(rows)))
+            batch, rows, size = [], [], 0
     if rows:
-        batches.append((encode_batch(rows), len(rows)))
+        batches.append((batch, encode_batch(rows), len(rows)))
     return batches
+
+
+def load_backoff_s(attempt: int) -> float:
+    """How long a shard whose load failed `attempt` times waits before loading again."""
+    return min(LOAD_RETRY_BACKOFF_S * 2 ** max(attempt - 1, 0), LOAD_RETRY_BACKOFF_MAX_S)
 
 
 # A transactional write's (TxnOffsetCommit's) refusals, which the producer acts on as they are.

@@ -198,7 +198,9 @@ class GroupCoordinators(CoordinatorShards[GroupCoordinatorShard]):
                 result = Result(None, result.records + expired.records, result.events + expired.events)
             if result.records:
                 self._report(result.events)
-                asyncio.get_running_loop().create_task(self.write(shard, result.records))
+                # Handed to the partition now, in the step that decided them; only the wait is a task.
+                submitted = self.submit_records(shard, result.records)
+                asyncio.get_running_loop().create_task(self.completed(shard, submitted))
         self._update_gauges()
 
     # -- logs and metrics -------------------------------------------------------------------------

@@ -55,6 +55,14 @@ GROUP_COMMIT_SECONDS = prometheus_client.Histogram(
 PRODUCER_IDS_ISSUED = prometheus_client.Counter(
     "replog_producer_ids_issued_total", "Producer ids this broker handed out (InitProducerId).")
 
+# Both coordinators (groups and transactions) load and write their internal topic's partitions alike.
+COORDINATOR_LOAD_FAILURES = prometheus_client.Counter(
+    "replog_coordinator_load_failures_total",
+    "Loads of a coordinator shard that failed (logged as ERROR) and were started again.", ["topic"])
+COORDINATOR_WRITES_REFUSED = prometheus_client.Counter(
+    "replog_coordinator_writes_refused_total",
+    "Writes of a coordinator's records that the partition refused, leaving nothing in the log.", ["topic", "error"])
+
 # Transactions (DESIGN §14, §17): the coordinator's side, served by the broker coordinating each id...
 TRANSACTIONS = prometheus_client.Gauge(
     "replog_transactions", "Transactional ids coordinated here, by state (Kafka's names: Empty, Ongoing, "

@@ -2,15 +2,19 @@
 
 The shards' loading, leadership and writes are `CoordinatorShards'`; the rules
 are the core's (`replog.core.txn.coordinator`). For every operation, in this
-order: the core decides and applies; its records are written with acks=all;
-once they are committed its markers go out (`MarkerSender`) and the answer is
-given. A failed write replays the partition again, and the new shard, like
-any shard that takes over, sends the markers of every transaction it finds in
-PREPARE_* once the high watermark covers what it replayed: a marker never goes
-out for a decision that is not committed. Each partition's answer to a marker
-goes back to the core (`marker_written`), which writes COMPLETE_* once every
-partition has its marker. The tick aborts transactions past their
-transaction.timeout.ms and forgets idle transactional ids.
+order: the core decides and applies; its records are handed to the partition
+(acks=all) in the same step; once they are committed the core hears of it
+(`written`), its markers go out (`MarkerSender`) and the answer is given: a
+marker never goes out for a decision that is not committed. Until the core has
+heard, the transactional id's requests are answered CONCURRENT_TRANSACTIONS,
+so its decisions reach the log in the order they were made. A failed write
+takes the ids concerned back to their last records written, and a transaction
+that was completing sends its markers again after a backoff, then COMPLETE_*.
+Each partition's answer to a marker goes back to the core (`marker_written`),
+which writes COMPLETE_* once every partition has its marker. A shard that
+takes over sends the markers of every transaction it finds in PREPARE_* once
+the high watermark covers what it replayed. The tick aborts transactions past
+their transaction.timeout.ms and forgets idle transactional ids.
 """
 
 from __future__ import annotations
@@ -27,12 +31,13 @@ from replog.broker.coordinator_shards import (
     CoordinatorShards,
     Shard,
     ShardState,
+    Submitted,
     coordinator_error,
 )
 from replog.broker.partitions import Partitions
 from replog.broker.producer_ids import ProducerIdManager
 from replog.broker.replicas import wall_ms
-from replog.broker.txn_markers import MarkerItem, MarkerSender
+from replog.broker.txn_markers import MarkerItem, MarkerSender, backoff_s
 from replog.broker.txn_settings import TxnTimers
 from replog.core.errors import ErrorCode
 from replog.core.partition_driver import PartitionDriver
@@ -68,9 +73,8 @@ _NEVER_HELD = (TxnState.PREPARE_EPOCH_FENCE, TxnState.DEAD)
 class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
     topic = TRANSACTION_STATE_TOPIC
     kind = "transactional id"
-    # A record that timed out may be in the leader's log but not committed: the shard replays and waits
-    # for the high watermark before it acts on it (and sends its markers).
-    reload_after_any_failed_write = True
+    # A failed write takes its transactional ids back to their last records written, in the core.
+    reload_after_refused_write = False
 
     def __init__(self, partitions: Partitions, config: TxnConfig, timers: TxnTimers, producer_ids: ProducerIdManager,
                  markers: MarkerSender) -> None:
@@ -109,7 +113,7 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
         if pending:
             log.info("%s: transaction coordinator resends %d markers of %d ending transactions", shard.driver.name,
                      pending, len(result.markers))
-        self._spawn(self._carry_out(shard, result))
+        self._carry_out(shard, result)
 
     def describe(self, shard: Shard[TransactionCoordinator]) -> str:
         return f"{len(shard.core.transactions())} transactional ids"
@@ -127,7 +131,7 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
         markers are on their way by then)."""
         shard = self.shard_of(transactional_id)
         result = operation(shard.core)
-        error = await self._carry_out(shard, result)
+        error = await self._finish(shard, result, self._start(shard, result))
         if error != ErrorCode.NONE:
             raise CoordinatorError(*coordinator_error(error, self.kind))
         return result.response
@@ -135,20 +139,48 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
     def read(self, transactional_id: str, query: Callable[[TransactionCoordinator], T]) -> T:
         return query(self.shard_of(transactional_id).core)
 
-    async def _carry_out(self, shard: Shard[TransactionCoordinator], result: Result, attempts: int = 0) -> ErrorCode:
-        """Write the result's records, then send its markers: the documented order."""
+    def _carry_out(self, shard: Shard[TransactionCoordinator], result: Result, attempts: int = 0) -> None:
+        """A result nobody waits for (a marker's answer, the timer, a load): its records go to the partition
+        now, its markers once they are committed."""
+        submitted = self._start(shard, result)
+        self._spawn(self._finish(shard, result, submitted, attempts))
+
+    def _start(self, shard: Shard[TransactionCoordinator], result: Result) -> list[Submitted]:
+        """Hand the result's records to the partition, in the step that decided them."""
         self._log_records(shard, result.records)
         self._report(result.events)
-        error = await self.write(shard, result.records)
-        if error != ErrorCode.NONE:
-            log.warning("%s: transaction records not written (%s); the coordinator replays its partition",
-                        shard.driver.name, error.name)
-            return error
-        if result.markers and self.is_current(shard):
+        return self.submit_records(shard, result.records)
+
+    async def _finish(self, shard: Shard[TransactionCoordinator], result: Result, submitted: list[Submitted],
+                      attempts: int = 0) -> ErrorCode:
+        """Tell the core how each batch went, then send the result's markers: the documented order. What a
+        failed write leaves to do (markers again, COMPLETE_* again) follows after a backoff."""
+        error = ErrorCode.NONE
+        for records, waiter in submitted:
+            completion = await waiter
+            if completion.error != ErrorCode.NONE:
+                error = completion.error if error == ErrorCode.NONE else error
+                self.write_failed(shard, completion.error)
+                log.warning("%s: transaction records of %s not written (%s); they go back to their last records "
+                            "written", shard.driver.name, sorted({r.transactional_id for r in records}),
+                            completion.error.name,
+                            extra=logs.fields("txn_write_failed", topic=TRANSACTION_STATE_TOPIC,
+                                              partition=shard.partition))
+            if self.is_current(shard):
+                follow = shard.core.written(records, completion.error, wall_ms())
+                if follow.records or follow.markers:
+                    self._spawn(self._retry(shard, follow, attempts + 1))
+        if error == ErrorCode.NONE and result.markers and self.is_current(shard):
             for marker in result.markers:
                 self._markers_since.setdefault(marker.transactional_id, time.monotonic())
             self._markers.send(shard, result.markers, attempts)
-        return ErrorCode.NONE
+        return error
+
+    async def _retry(self, shard: Shard[TransactionCoordinator], result: Result, attempts: int) -> None:
+        if result.records:  # markers wait out their own backoff in the sender
+            await asyncio.sleep(backoff_s(attempts))
+        if self.is_current(shard):
+            await self._finish(shard, result, self._start(shard, result), attempts)
 
     def _marker_answered(self, item: MarkerItem, error: ErrorCode) -> None:
         shard = item.owner
@@ -164,7 +196,7 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
         result = shard.core.marker_written(marker.transactional_id, marker.producer_id, marker.producer_epoch,
                                            item.partition, error, wall_ms())
         if result.records or result.markers or result.events:
-            self._spawn(self._carry_out(shard, result, item.attempts + 1))
+            self._carry_out(shard, result, item.attempts + 1)
 
     def _spawn(self, work) -> None:
         task = asyncio.get_running_loop().create_task(work)
@@ -185,13 +217,13 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
             if abort:
                 result = shard.core.tick(wall_ms())
                 if result.records:
-                    self._spawn(self._carry_out(shard, result))
+                    self._carry_out(shard, result)
             if expire:
                 expired = shard.core.expire_transactional_ids(wall_ms())
                 if expired.records:
                     log.info("%s: transactional ids %s expired (transactional.id.expiration.ms)", shard.driver.name,
                              list(expired.response))
-                    self._spawn(self._carry_out(shard, expired))
+                    self._carry_out(shard, expired)
         self._update_gauges()
 
     # -- logs and metrics ---------------------------------------------------------------------------

@@ -24,15 +24,7 @@ from replog.core.txn.requests import (
 )
 from replog.core.txn.state import TxnState
 
-from .txn_harness import T0, T1, TIMEOUT_MS, U0, Coordinator
-
-
-def started(c: Coordinator, *partitions: TopicPartition) -> tuple[int, int]:
-    answer = c.init()
-    assert answer.error == ErrorCode.NONE
-    if partitions:
-        assert c.add(answer.producer_id, answer.producer_epoch, *partitions).error == ErrorCode.NONE
-    return answer.producer_id, answer.producer_epoch
+from .txn_harness import T0, T1, TIMEOUT_MS, U0, Coordinator, started
 
 
 def test_a_committed_transaction_writes_markers_to_its_partitions_and_completes_once_all_are_written():

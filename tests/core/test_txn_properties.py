@@ -5,9 +5,12 @@ schedule:
 - the coordinator's records only make the moves of Kafka's table;
 - given its markers eventually delivered, every transaction ends COMPLETE_COMMIT or COMPLETE_ABORT and
   has its marker on every partition it touched, the same decision everywhere (nothing torn);
-- a write, an EndTxn or a marker delivered late never lands in a later transaction (Jepsen 2024).
+- a write, an EndTxn or a marker delivered late never lands in a later transaction (Jepsen 2024);
+- the coordinator's writes take time and may be refused (an ISR below min.insync.replicas) while other
+  requests arrive, and still its log holds each transactional id's decisions in the order they were made.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hypothesis import given, settings
@@ -19,7 +22,7 @@ from replog.core.topic_partition import TopicPartition
 from replog.core.txn.coordinator import TransactionCoordinator
 from replog.core.txn.markers import TxnMarker
 from replog.core.txn.records import decode
-from replog.core.txn.requests import AddPartitionsRequest, EndTxnRequest, InitProducerIdRequest, TxnConfig
+from replog.core.txn.requests import AddPartitionsRequest, EndTxnRequest, InitProducerIdRequest, Result, TxnConfig
 from replog.core.txn.state import NEXT_STATES, TxnState
 
 from .txn_harness import Counter
@@ -74,18 +77,46 @@ class World:
         self.producers = {tid: Producer() for tid in TIDS}
         self.network: list = []  # in flight, any order
         self.delivered: list = []  # delivered once: may come again, late
+        # The coordinator's writes in flight, in the order it made them, each with what to do with its answer
+        # once the write is committed (the driver answers only then; a refused write is an error to the client).
+        self.writing: list[tuple[Result, Callable | None]] = []
         self.now_ms = 1_000
 
     # -- the coordinator's side ------------------------------------------------------------------------
 
-    def take(self, result):
-        self.log += [record.encode() for record in result.records]
+    def take(self, result: Result, answered: Callable | None = None) -> None:
+        """The driver: a result with records is written first; its markers and answer wait for that."""
+        if result.records:
+            self.writing.append((result, answered))
+        else:
+            self.sent(result, answered)
+
+    def sent(self, result: Result, answered: Callable | None) -> None:
         for markers in result.markers:
             self.network += [Marker(markers.producer_id, markers.producer_epoch, markers.coordinator_epoch,
                                     markers.commit, p, markers.transactional_id) for p in sorted(markers.partitions)]
-        return result.response
+        if answered is not None:
+            answered(result.response)
 
-    def failover(self) -> None:
+    def persist(self) -> None:
+        """The oldest write in flight is committed (the high watermark passes writes in log order)."""
+        result, answered = self.writing.pop(0)
+        self.log += [record.encode() for record in result.records]
+        self.sent(result, answered)
+        self.take(self.coordinator.written(result.records, ErrorCode.NONE, self.now_ms))
+
+    def refuse(self, pick: int) -> None:
+        """A write in flight is refused (NOT_ENOUGH_REPLICAS): nothing of it reaches the log."""
+        result, _ = self.writing.pop(pick % len(self.writing))
+        self.take(self.coordinator.written(result.records, ErrorCode.NOT_ENOUGH_REPLICAS, self.now_ms))
+
+    def failover(self, pick: int) -> None:
+        """The coordinator's broker dies: of its writes in flight, the first few made it into the log the
+        next leader has, unanswered; the rest are lost."""
+        kept = pick % (len(self.writing) + 1)
+        for result, _ in self.writing[:kept]:
+            self.log += [record.encode() for record in result.records]
+        self.writing = []
         self.coordinator_epoch += 1
         self.coordinator = TransactionCoordinator(TxnConfig(), self.ids, self.coordinator_epoch)
         for key, value in self.log:
@@ -95,24 +126,28 @@ class World:
     # -- the producers ---------------------------------------------------------------------------------
 
     def init(self, tid: str) -> None:
-        answer = self.take(self.coordinator.init_producer_id(InitProducerIdRequest(tid, TIMEOUT_MS), self.now_ms))
-        if answer.error == ErrorCode.NONE:
-            self.producers[tid] = Producer(answer.producer_id, answer.producer_epoch)
+        def answered(answer) -> None:
+            if answer.error == ErrorCode.NONE:
+                self.producers[tid] = Producer(answer.producer_id, answer.producer_epoch)
+        self.take(self.coordinator.init_producer_id(InitProducerIdRequest(tid, TIMEOUT_MS), self.now_ms), answered)
 
     def send(self, tid: str, partition: TopicPartition) -> None:
-        if self.producers[tid].producer_id < 0:
-            self.init(tid)
         producer = self.producers[tid]
         if producer.producer_id < 0:
+            self.init(tid)
             return
-        if partition not in producer.partitions:
-            answer = self.take(self.coordinator.add_partitions(
-                AddPartitionsRequest(tid, producer.producer_id, producer.epoch, frozenset({partition})), TOPICS,
-                self.now_ms))
-            if answer.error != ErrorCode.NONE or answer.results[partition] != ErrorCode.NONE:
-                return
-            producer.partitions.add(partition)
-        self.network.append(Write(tid, producer.producer_id, producer.epoch, partition))
+        if partition in producer.partitions:
+            self.network.append(Write(tid, producer.producer_id, producer.epoch, partition))
+            return
+
+        def answered(answer) -> None:
+            if (answer.error == ErrorCode.NONE and answer.results[partition] == ErrorCode.NONE
+                    and self.producers[tid] is producer):
+                producer.partitions.add(partition)
+                self.network.append(Write(tid, producer.producer_id, producer.epoch, partition))
+        self.take(self.coordinator.add_partitions(
+            AddPartitionsRequest(tid, producer.producer_id, producer.epoch, frozenset({partition})), TOPICS,
+            self.now_ms), answered)
 
     def send_unadded(self, tid: str, partition: TopicPartition) -> None:
         """A write to a partition the producer never added (a client bug, or a write that outlived the
@@ -168,34 +203,42 @@ class World:
         self.take(self.coordinator.marker_written(m.tid, m.producer_id, m.epoch, m.partition, error, self.now_ms))
 
     def deliver_end(self, end: End, again: bool) -> None:
-        written = len(self.log)
-        answer = self.take(self.coordinator.end_txn(end.request, self.now_ms))
+        result = self.coordinator.end_txn(end.request, self.now_ms)
         if again and end.answered_ok:
-            assert len(self.log) == written, "a late copy of an EndTxn that succeeded wrote again"
-        if answer.error == ErrorCode.NONE:
-            end.answered_ok = True
-            producer = self.producers[end.request.transactional_id]
-            if (producer.producer_id, producer.epoch) == (end.request.producer_id, end.request.producer_epoch):
-                self.producers[end.request.transactional_id] = Producer(answer.producer_id, answer.producer_epoch)
+            assert not result.records, "a late copy of an EndTxn that succeeded wrote again"
 
-    def drain_markers(self) -> None:
+        def answered(answer) -> None:
+            if answer.error == ErrorCode.NONE:
+                end.answered_ok = True
+                tid = end.request.transactional_id
+                producer = self.producers[tid]
+                if (producer.producer_id, producer.epoch) == (end.request.producer_id, end.request.producer_epoch):
+                    self.producers[tid] = Producer(answer.producer_id, answer.producer_epoch)
+        self.take(result, answered)
+
+    def settle(self) -> None:
+        """Every write in flight committed, every marker delivered, until nothing is left to do."""
         for _ in range(1000):
+            if self.writing:
+                self.persist()
+                continue
             markers = [m for m in self.network if isinstance(m, Marker)]
             if not markers:
                 return
             for marker in markers:
                 self.network.remove(marker)
                 self.deliver(marker)
-        raise AssertionError("markers kept coming")
+        raise AssertionError("markers and writes kept coming")
 
 
 STEPS = st.lists(st.tuples(st.sampled_from(["init", "send", "send", "send", "commit", "abort", "deliver", "deliver",
-                                            "deliver", "deliver", "again", "tick", "failover", "unadded"]),
+                                            "deliver", "deliver", "again", "tick", "failover", "unadded",
+                                            "persist", "persist", "persist", "refuse"]),
                            st.sampled_from(TIDS), st.sampled_from(PARTITIONS), st.integers(0, 100)),
                  min_size=10, max_size=100)
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(STEPS)
 def test_transactions_end_whole_on_every_partition_and_late_messages_change_nothing(steps):
     world = World()
@@ -218,14 +261,18 @@ def test_transactions_end_whole_on_every_partition_and_late_messages_change_noth
             world.now_ms += pick * 200
             world.take(world.coordinator.tick(world.now_ms))
         elif action == "failover":
-            world.failover()
+            world.failover(pick)
+        elif action == "persist" and world.writing:
+            world.persist()
+        elif action == "refuse" and world.writing:
+            world.refuse(pick)
 
     # Every producer goes silent; the coordinator times out what is open and the markers get through.
     world.network = [m for m in world.network if isinstance(m, Marker)]
-    world.drain_markers()
+    world.settle()
     world.now_ms += 10 * TIMEOUT_MS
     world.take(world.coordinator.tick(world.now_ms))
-    world.drain_markers()
+    world.settle()
     check_the_log_only_makes_the_tables_moves(world)
     check_every_transaction_ended_everywhere_the_same_way(world)
 

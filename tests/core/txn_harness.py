@@ -43,12 +43,32 @@ class Coordinator:
         self.now_ms = 1_000
         self.markers: list[WriteMarkers] = []
         self.events: list = []
+        # While `hold` is set, results with records wait here, as the driver's writes in flight, for
+        # `persist` or `refuse`; otherwise their records are written (and reported) at once.
+        self.hold = False
+        self.writing: list[Result] = []
 
     def take(self, result: Result):
+        self.events += result.events
+        if result.records and self.hold:
+            self.writing.append(result)
+        else:
+            self._written(result)
+        return result.response
+
+    def _written(self, result: Result) -> None:
         self.log += [record.encode() for record in result.records]
         self.markers += result.markers
-        self.events += result.events
-        return result.response
+        if result.records:
+            self.take(self.core.written(result.records, ErrorCode.NONE, self.now_ms))
+
+    def persist(self) -> None:
+        """The oldest write in flight is committed: its records join the log, its markers go out."""
+        self._written(self.writing.pop(0))
+
+    def refuse(self, error: ErrorCode = ErrorCode.NOT_ENOUGH_REPLICAS) -> None:
+        """The oldest write in flight is refused: nothing of it reaches the log, nor do its markers go out."""
+        self.take(self.core.written(self.writing.pop(0).records, error, self.now_ms))
 
     def init(self, tid: str = "tx", producer_id: int = -1, producer_epoch: int = -1, timeout_ms: int = TIMEOUT_MS):
         return self.take(self.core.init_producer_id(
@@ -79,3 +99,12 @@ class Coordinator:
 
     def state(self, tid: str = "tx"):
         return self.core.get(tid).state
+
+
+def started(c: Coordinator, *partitions: TopicPartition) -> tuple[int, int]:
+    """A producer's id and epoch, its transaction open on `partitions` (if any)."""
+    answer = c.init()
+    assert answer.error == ErrorCode.NONE
+    if partitions:
+        assert c.add(answer.producer_id, answer.producer_epoch, *partitions).error == ErrorCode.NONE
+    return answer.producer_id, answer.producer_epoch

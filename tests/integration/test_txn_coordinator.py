@@ -5,7 +5,8 @@ and never when it aborts; bad requests are refused with a clear error and write 
 instance fences the old one; a transaction left open past its timeout is aborted; a write delayed past its
 transaction's end is refused (KIP-890); a coordinator SIGKILLed after the decision and before the markers
 is succeeded by one that completes the commit; offsets committed in a transaction stay invisible until it
-commits and vanish if it aborts, through a failover of the group coordinator too.
+commits and vanish if it aborts, through a failover of the group coordinator too; a COMPLETE_COMMIT that
+min.insync.replicas refuses holds the next transaction back, and the log it leaves loads on a new coordinator.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from replog.api.coordinator.v1 import coordinator_pb2_grpc as cg
 from replog.client import Admin, NewTopic, TopicPartition
 from replog.core.errors import ErrorCode
 from replog.core.group.placement import OFFSETS_TOPIC, partition_for
+from replog.core.txn import records as txn_records
+from replog.core.txn.placement import TRANSACTION_STATE_TOPIC, partition_for_transactional_id
 from replog.core.txn.read_committed import read_committed
 from replog.protocol import encode_batch
 from replog.protocol.batch import iter_batches
@@ -400,3 +403,85 @@ def test_a_coordinator_killed_after_the_decision_is_succeeded_by_one_that_comple
     finally:
         for broker_id in killed:
             cluster("dev", "start", "broker", str(broker_id))
+
+
+def test_a_refused_complete_holds_the_next_transaction_back_and_a_new_coordinator_loads_the_log(cluster, admin):
+    """The exactly-once copier's stuck load: COMPLETE_COMMIT refused (min.insync.replicas cannot be met) while
+    the producer asks for its next transaction. The next transaction waits for COMPLETE_COMMIT, the log keeps
+    the id's records in the order they were decided, and a coordinator that takes over loads it and serves."""
+    txn, topic = "refused-complete", "txn-refused-complete"
+    tp = TopicPartition(topic, 0)
+    coordinator, address = coordinator_of(cluster, txn)
+    data_broker, third = sorted(b for b in addresses(cluster) if b != coordinator)
+    state = TopicPartition(TRANSACTION_STATE_TOPIC, partition_for_transactional_id(txn, 10))
+    admin.create_topics([NewTopic(topic, replica_assignment={0: [data_broker]})])
+    pid = init(cluster, txn).producer_id
+    assert add(cluster, txn, pid, 0, {topic: [0]}).error_code == ErrorCode.NONE
+    assert produce(admin, cluster, tp, [b"first"], pid, 0, 0, txn) == ErrorCode.NONE
+
+    def isr() -> tuple[int, ...]:
+        return admin.describe_topics([TRANSACTION_STATE_TOPIC])[0].partitions[state.partition].isr
+
+    def next_add() -> ErrorCode:  # the next transaction's AddPartitionsToTxn, asked once
+        with grpc.insecure_channel(address) as channel:
+            return ErrorCode.of(cg.CoordinatorServiceStub(channel).AddPartitionsToTxn(cp.AddPartitionsToTxnRequest(
+                transactional_id=txn, producer_id=pid, producer_epoch=1,
+                topics=[common_pb2.TopicPartitions(topic=topic, partitions=[0])]), timeout=10).error_code)
+
+    stopped = []
+    try:
+        # The data partition's only replica stops: the commit's marker waits for it.
+        cluster("dev", "kill", "broker", str(data_broker), "--signal", "TERM")
+        stopped.append(data_broker)
+        wait_for(lambda: data_broker not in isr(), 30, f"broker {data_broker} to leave {state}'s ISR")
+        assert end(cluster, txn, pid, 0, commit=True).error_code == ErrorCode.NONE  # PREPARE_COMMIT is written
+        # From now on __transaction_state needs all three replicas, and the third one stops too.
+        admin.alter_configs("topic", TRANSACTION_STATE_TOPIC, set_configs={"min.insync.replicas": "3"})
+        cluster("dev", "kill", "broker", str(third), "--signal", "TERM")
+        stopped.append(third)
+        cluster("dev", "start", "broker", str(data_broker))
+        stopped.remove(data_broker)
+        # The marker lands; COMPLETE_COMMIT is decided and refused, again and again.
+        wait_for(lambda: f"transaction records of ['{txn}'] not written (NOT_ENOUGH_REPLICAS)" in
+                 cluster.log_text("broker", coordinator), 60, "COMPLETE_COMMIT to be refused")
+        assert describe(cluster, txn).state == "PrepareCommit"
+        assert next_add() == ErrorCode.CONCURRENT_TRANSACTIONS, "the next transaction waits for COMPLETE_COMMIT"
+        assert metric(cluster, coordinator, "replog_coordinator_writes_refused_total",
+                      {"topic": TRANSACTION_STATE_TOPIC, "error": "NOT_ENOUGH_REPLICAS"}) >= 1
+
+        cluster("dev", "start", "broker", str(third))
+        stopped.remove(third)
+        wait_state(cluster, txn, "CompleteCommit")
+        admin.alter_configs("topic", TRANSACTION_STATE_TOPIC, set_configs={"min.insync.replicas": "2"})
+        assert add(cluster, txn, pid, 1, {topic: [0]}).error_code == ErrorCode.NONE
+        assert produce(admin, cluster, tp, [b"second"], pid, 1, 0, txn) == ErrorCode.NONE
+
+        # The coordinator's broker dies: the partition's new leader loads the log and serves the id.
+        cluster("dev", "kill", "broker", str(coordinator), "--signal", "KILL")
+        stopped.append(coordinator)
+        successor, _ = wait_for(lambda: (found := find(cluster, txn)) and found[0] != coordinator and found, 60,
+                                "a new transaction coordinator")
+        described = wait_state(cluster, txn, "Ongoing")
+        assert (described.producer_epoch, [(t.topic, list(t.partitions)) for t in described.topics]) == (
+            1, [(topic, [0])])
+        assert end(cluster, txn, pid, 1, commit=True).producer_epoch == 2
+        wait_state(cluster, txn, "CompleteCommit")
+        assert stable_values(admin, cluster, tp) == [b"first", b"second"]
+        states = logged_states(admin, cluster, state, txn)
+        assert states == ["EMPTY", "ONGOING", "PREPARE_COMMIT", "COMPLETE_COMMIT", "ONGOING", "PREPARE_COMMIT",
+                          "COMPLETE_COMMIT"], "one record per decision, in the order decided"
+    finally:
+        admin.alter_configs("topic", TRANSACTION_STATE_TOPIC, set_configs={"min.insync.replicas": "2"})
+        for broker_id in stopped:
+            cluster("dev", "start", "broker", str(broker_id))
+    wait_for(lambda: len(addresses(cluster)) == 3, 60, "every broker back")
+
+
+def logged_states(admin, cluster, tp: TopicPartition, txn: str) -> list[str]:
+    """The states of the transactional id's records in the partition, in log order."""
+    request = bp.FetchRequest(replica_id=-1, max_wait_ms=0, max_bytes=1 << 20)
+    request.topics.add(topic=tp.topic).partitions.add(partition=tp.partition, fetch_offset=0, current_leader_epoch=-1,
+                                                      partition_max_bytes=1 << 20)
+    answer = leader_stub(admin, cluster, tp).Fetch(request, timeout=30).topics[0].partitions[0]
+    records = [txn_records.decode(r.key, r.value) for batch in iter_batches(answer.records) for r in batch.records]
+    return [r.metadata.state.name for r in records if r.transactional_id == txn and r.metadata is not None]

@@ -6,15 +6,29 @@ Its driver (the broker that leads the partition) calls:
     loaded(now_ms)            once: requests are answered from then on (COORDINATOR_LOAD_IN_PROGRESS before),
                               and the markers of transactions that were ending are sent again
     init_producer_id, add_partitions, add_offsets, end_txn      for the requests
+    written(records, error)   for each batch of records it wrote, once the partition answered
     marker_written            for each partition's answer to a WriteMarkers
     tick(now_ms)              every transaction.abort.timed.out.transaction.cleanup.interval.ms
     expire_transactional_ids  every transaction.remove.expired.transaction.cleanup.interval.ms
 
-Each operation returns a `Result`. The driver writes its records to the
-partition (acks=all) and, once they are durable, sends its markers and its
-response, in that order. The records are already applied when the operation
-returns, so later operations see them; a driver whose write fails loads the
-partition again into a new coordinator, whose state is then the log's.
+Each operation returns a `Result`. The driver hands its records to the
+partition (acks=all) at once, in the order the operations returned them, and,
+once they are durable, sends its markers and its response, in that order. The
+records are already applied when the operation returns, so later operations
+see them.
+
+Loading takes the log as it is: the last record of a transactional id is its
+state, whatever came before (Kafka's TransactionStateManager loads alike). The
+state table is checked where a decision is made, live, never on replay: a log
+must never stop a coordinator from loading.
+
+A transactional id whose last decision is not yet known written is pending (as
+Kafka's pendingState): its requests are answered CONCURRENT_TRANSACTIONS
+(retriable), and neither the timer nor the expiry decides anything for it,
+until the driver reports the write with `written`. So every decision about an
+id rests on records the log holds, and reaches the log after them. A write
+that failed takes the id back to its last record known written; if that is a
+PREPARE_*, its markers go out again and COMPLETE_* follows, as after a failover.
 
 Time enters as `now_ms`, the wall clock (it is written in the records and
 outlives a failover). The producer ids of new transactional ids come from an
@@ -58,7 +72,7 @@ from .requests import (
     TxnConfig,
     WriteMarkers,
 )
-from .state import TxnEvent, TxnState, check_state_change, next_state
+from .state import TxnEvent, TxnState, next_state
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _PREPARED = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
@@ -83,6 +97,16 @@ class _PendingMarkers:
     partitions: set[TopicPartition]
 
 
+@dataclass(slots=True)
+class _Unwritten:
+    """A transactional id with records decided and not yet reported written: its last record known written
+    (None: it has none), how many of its records the driver has still to report, and whether one failed."""
+
+    written: TransactionMetadata | None
+    records: int = 0
+    failed: bool = False
+
+
 def _before_last_bump(metadata: TransactionMetadata) -> tuple[int, int] | None:
     """The producer id and epoch the transactional id had just before its last bump, whose calls are
     retries of the call that bumped it; None after a fence, whose old epoch is nobody's to retry with."""
@@ -105,12 +129,13 @@ class _Batch:
         self.events: list[Event] = []
 
     def write(self, metadata: TransactionMetadata) -> None:
-        record = TxnRecord(metadata.transactional_id, metadata)
-        self._coordinator.replay(record)
-        self.records.append(record)
+        self._decide(TxnRecord(metadata.transactional_id, metadata))
 
     def forget(self, transactional_id: str) -> None:
-        record = TxnRecord(transactional_id, None)
+        self._decide(TxnRecord(transactional_id, None))
+
+    def _decide(self, record: TxnRecord) -> None:
+        self._coordinator._unwritten_record(record.transactional_id)
         self._coordinator.replay(record)
         self.records.append(record)
 
@@ -136,28 +161,25 @@ class TransactionCoordinator:
         self._producer_ids = producer_ids
         self._transactions: dict[str, TransactionMetadata] = {}
         self._pending: dict[str, _PendingMarkers] = {}
+        self._unwritten: dict[str, _Unwritten] = {}
         self._loading = True
 
     # -- state from records -----------------------------------------------------------------------
 
     def replay(self, record: TxnRecord) -> None:
-        """Apply one record: the only way the coordinator's state changes."""
-        before = self._transactions.get(record.transactional_id)
-        after = record.metadata
-        if after is None:
-            require(before is None or before.state.expiration_allowed,
-                    "transactional id %r is forgotten in state %s", record.transactional_id,
-                    before.state.name if before else "")
+        """Apply one record: the only way the coordinator's state changes. The record is the id's state,
+        whatever the one before: decisions are checked against the table when they are made, and a log is
+        taken as it is (a coordinator that refused to load a log would leave its ids unserved)."""
+        metadata = record.metadata
+        if metadata is None:
             self._transactions.pop(record.transactional_id, None)
             self._pending.pop(record.transactional_id, None)
             return
-        if before is not None:
-            # The first record of an id in a compacted log may come from any state; the later ones follow it.
-            check_state_change(before.state, after.state)
-        self._transactions[record.transactional_id] = after
-        if after.state in _PREPARED:
+        self._transactions[record.transactional_id] = metadata
+        if metadata.state in _PREPARED:
             self._pending[record.transactional_id] = _PendingMarkers(
-                after.producer_id, after.producer_epoch, after.state is TxnState.PREPARE_COMMIT, set(after.partitions))
+                metadata.producer_id, metadata.producer_epoch, metadata.state is TxnState.PREPARE_COMMIT,
+                set(metadata.partitions))
         else:
             self._pending.pop(record.transactional_id, None)
 
@@ -174,6 +196,51 @@ class TransactionCoordinator:
     @property
     def loading(self) -> bool:
         return self._loading
+
+    # -- the driver's writes ----------------------------------------------------------------------
+
+    def written(self, records: Iterable[TxnRecord], error: ErrorCode, now_ms: int) -> Result[None]:
+        """The partition's answer to a batch of this coordinator's records, reported in the order they were
+        decided: NONE, they are committed; anything else, they are not (or not known to be). Once all of an
+        id's records are reported, the id is no longer pending; if one of them failed, the id goes back to
+        its last record known written, and the Result says what follows: the markers of a PREPARE_* again
+        (then COMPLETE_*, as `marker_written` decides)."""
+        batch = _Batch(self)
+        for record in records:
+            unwritten = self._unwritten.get(record.transactional_id)
+            require(unwritten is not None and unwritten.records > 0,
+                    "a write of transactional id %r is reported that was not pending", record.transactional_id)
+            unwritten.records -= 1
+            if error == ErrorCode.NONE:
+                unwritten.written = record.metadata
+            else:
+                unwritten.failed = True
+            if unwritten.records == 0:
+                del self._unwritten[record.transactional_id]
+                if unwritten.failed:
+                    self._roll_back(record.transactional_id, unwritten.written, batch, now_ms)
+        return batch.result(None)
+
+    def writing(self, transactional_id: str) -> bool:
+        """Whether the id has records decided and not yet reported written."""
+        return transactional_id in self._unwritten
+
+    def _unwritten_record(self, transactional_id: str) -> None:
+        unwritten = self._unwritten.get(transactional_id)
+        if unwritten is None:
+            unwritten = self._unwritten[transactional_id] = _Unwritten(self._transactions.get(transactional_id))
+        unwritten.records += 1
+
+    def _roll_back(self, transactional_id: str, written: TransactionMetadata | None, batch: "_Batch",
+                   now_ms: int) -> None:
+        self.replay(TxnRecord(transactional_id, written))
+        if written is not None and written.state in _PREPARED:
+            self._send_or_complete(written, batch, now_ms)
+
+    def _written_state(self, transactional_id: str) -> TransactionMetadata | None:
+        """The id's metadata as its last record known written has it."""
+        unwritten = self._unwritten.get(transactional_id)
+        return unwritten.written if unwritten is not None else self._transactions.get(transactional_id)
 
     def get(self, transactional_id: str) -> TransactionMetadata | None:
         return self._transactions.get(transactional_id)
@@ -266,14 +333,17 @@ class TransactionCoordinator:
         producer's first transactional batch; an answer other than NONE refuses the batch)."""
         batch = _Batch(self)
         refusal = self._check_producer(request.transactional_id, request.producer_id, request.producer_epoch,
-                                       AddPartitionsResponse)
+                                       AddPartitionsResponse, request.verify_only)
         if refusal is not None:
             return batch.result(refusal)
-        metadata = self._transactions[request.transactional_id]
         if request.verify_only:
+            # Only what the log holds counts: a partition whose adding is still being written is not in yet.
+            written = self._written_state(request.transactional_id)
             return batch.result(AddPartitionsResponse(ErrorCode.NONE, "", {
-                partition: ErrorCode.NONE if (metadata.state is TxnState.ONGOING and partition in metadata.partitions)
+                partition: ErrorCode.NONE if (written is not None and written.state is TxnState.ONGOING
+                                              and partition in written.partitions)
                 else ErrorCode.TRANSACTION_ABORTABLE for partition in request.partitions}))
+        metadata = self._transactions[request.transactional_id]
         unknown = {p for p in request.partitions if not 0 <= p.partition < topics.get(p.topic, 0)}
         if unknown:
             return batch.result(AddPartitionsResponse(
@@ -422,6 +492,7 @@ class TransactionCoordinator:
         batch = _Batch(self)
         for metadata in self.transactions():
             if (metadata.state is TxnState.ONGOING and not self._loading
+                    and metadata.transactional_id not in self._unwritten
                     and metadata.start_timestamp_ms + metadata.timeout_ms < now_ms):
                 self._fence_and_abort(metadata, batch, now_ms)
                 batch.events.append(TransactionTimedOut(metadata.transactional_id, metadata.producer_id,
@@ -434,6 +505,7 @@ class TransactionCoordinator:
         expired = []
         for metadata in self.transactions():
             if (metadata.state.expiration_allowed and not self._loading
+                    and metadata.transactional_id not in self._unwritten
                     and metadata.last_update_timestamp_ms + self.config.transactional_id_expiration_ms <= now_ms):
                 next_state(metadata.state, TxnEvent.EXPIRE)  # checks the move; DEAD itself is the tombstone
                 batch.forget(metadata.transactional_id)
@@ -443,7 +515,8 @@ class TransactionCoordinator:
     # -- describing -------------------------------------------------------------------------------------
 
     def describe(self, transactional_id: str) -> DescribedTransaction:
-        metadata = self._transactions.get(transactional_id)
+        """The id as the log has it (a change still being written shows once it is)."""
+        metadata = self._written_state(transactional_id)
         if self._loading:
             return DescribedTransaction(transactional_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                                         "the coordinator is loading its partition; retry")
@@ -457,9 +530,10 @@ class TransactionCoordinator:
     def list_transactions(self, states: Iterable[TxnState] = (),
                           producer_ids: Iterable[int] = ()) -> tuple[ListedTransaction, ...]:
         wanted_states, wanted_ids = set(states), set(producer_ids)
+        written = (self._written_state(t) for t in sorted(set(self._transactions) | set(self._unwritten)))
         return tuple(ListedTransaction(m.transactional_id, m.producer_id, m.state.kafka_name)
-                     for m in self.transactions()
-                     if (not wanted_states or m.state in wanted_states)
+                     for m in written
+                     if m is not None and (not wanted_states or m.state in wanted_states)
                      and (not wanted_ids or m.producer_id in wanted_ids))
 
     # -- checks shared by the requests --------------------------------------------------------------------
@@ -469,15 +543,24 @@ class TransactionCoordinator:
             return refusal(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "the coordinator is loading its partition; retry")
         if not transactional_id:
             return refusal(ErrorCode.INVALID_REQUEST, "a transactional request needs a transactional id")
+        if transactional_id in self._unwritten:
+            # Kafka's pending state: whatever is decided next must reach the log after what is being written.
+            return refusal(ErrorCode.CONCURRENT_TRANSACTIONS, f"a change of {transactional_id!r} is being written; "
+                                                              f"retry")
         return None
 
-    def _check_producer(self, transactional_id: str, producer_id: int, producer_epoch: int, refusal):
+    def _check_producer(self, transactional_id: str, producer_id: int, producer_epoch: int, refusal,
+                        verify_only: bool = False):
         """The checks before AddPartitionsToTxn and AddOffsetsToTxn, as Kafka's: the id must be the
-        transactional id's, the epoch its current one, and no transaction may be completing."""
-        checked = self._check_request(transactional_id, refusal)
-        if checked is not None:
-            return checked
-        metadata = self._transactions.get(transactional_id)
+        transactional id's, the epoch its current one, and no transaction may be completing. A verification
+        (which decides nothing) is answered from what the log holds, even while a change is being written."""
+        if verify_only and transactional_id in self._unwritten and not self._loading:
+            metadata = self._written_state(transactional_id)
+        else:
+            checked = self._check_request(transactional_id, refusal)
+            if checked is not None:
+                return checked
+            metadata = self._transactions.get(transactional_id)
         if metadata is None or metadata.producer_id != producer_id:
             return refusal(ErrorCode.INVALID_PRODUCER_ID_MAPPING,
                            f"producer id {producer_id} is not the one of {transactional_id!r}")

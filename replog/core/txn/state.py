@@ -1,9 +1,10 @@
 """A transaction's states and the one table of the moves between them.
 
 The states and their numbers are Kafka's (TransactionState); the numbers are
-what __transaction_state records hold. Every change of a transactional id's
-metadata, made by a request or replayed from the log, is checked against
-`TRANSITIONS`; anything the table does not list is a bug (InvariantViolation).
+what __transaction_state records hold. Every change the coordinator decides
+is checked against `TRANSITIONS`; anything the table does not list is a bug
+(InvariantViolation). Records replayed from the log are not checked: the last
+record of an id is its state, as Kafka loads it.
 
     state                event                                       next state
     -------------------  ------------------------------------------  -------------------
@@ -90,7 +91,7 @@ TRANSITIONS: Mapping[tuple[TxnState, TxnEvent], TxnState] = {
     **{(state, _E.EXPIRE): _S.DEAD for state in _IDLE},
 }
 
-# The states each state may move to by some event: what a record replayed from the log is checked against.
+# The states each state may move to by some event.
 NEXT_STATES: Mapping[TxnState, frozenset[TxnState]] = {
     state: frozenset(after for (before, _), after in TRANSITIONS.items() if before is state) for state in TxnState
 }
@@ -101,9 +102,3 @@ def next_state(state: TxnState, event: TxnEvent) -> TxnState:
     after = TRANSITIONS.get((state, event))
     require(after is not None, "transaction state %s has no move for %s", state.name, event.value)
     return after  # type: ignore[return-value]
-
-
-def check_state_change(before: TxnState, after: TxnState) -> None:
-    """A replayed record may change the state only as some row of the table does."""
-    require(after in NEXT_STATES[before], "transaction state %s --> %s is not in the table", before.name,
-            after.name)
