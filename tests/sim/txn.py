@@ -514,6 +514,9 @@ class TxnCoordinatorNode:
         self.records += result.records
         for record in result.records:
             self.sim.txn_checker.on_coordinator_record(record)
+        if result.records:
+            # Durable as soon as kept: the write is reported at once, and may itself decide more.
+            self._apply(self.core.written(result.records, ErrorCode.NONE, self.sim.now_ms))
         for markers in result.markers:
             for partition in sorted(markers.partitions):
                 key = (markers.transactional_id, markers.producer_id, markers.producer_epoch, partition.partition)
