@@ -339,8 +339,8 @@ class ProducerStates:
     def truncate(self, offset: int) -> None:
         """The log ends at `offset` now: batches and markers from there on are no longer in it. Markers not
         yet below the high watermark are taken back exactly (their transactions are open again). The rest
-        is only what can be cut from the cache: batches the five no longer hold, an epoch whose batches all
-        went, are in the log alone, so the driver follows with `restore` (the state rebuilt from the log)."""
+        can only be cut: the batches older than the five cached, and the epoch they carry once the five are
+        gone, are in the log alone, so the driver follows with `restore` (the state rebuilt from the log)."""
         while self._unstable_markers and self._unstable_markers[-1].offset >= offset:
             undone = self._unstable_markers.pop()
             if undone.before is None:
