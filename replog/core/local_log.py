@@ -152,6 +152,13 @@ class LocalLog:
         self.version += 1
         return changed
 
+    def restore_producers(self, entries: Iterable[ProducerEntry], log_end_offset: int) -> None:
+        """The producers rebuilt from the log after a truncation, as of `log_end_offset` (ProducerStates.restore)."""
+        require(log_end_offset == self._log_end_offset,
+                "producers rebuilt as of offset %d, but the log ends at %d", log_end_offset, self._log_end_offset)
+        self.producers.restore(entries)
+        self.version += 1
+
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self._outbox.log_op(TruncateFullyAndStartAt(offset))
         self._log_start_offset = self._log_end_offset = self._high_watermark = offset

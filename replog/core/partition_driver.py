@@ -4,8 +4,9 @@ The broker runs one per hosted partition over the on-disk `PartitionLog`; the
 simulator runs the very same class over a `MemoryLog`. Everything between the
 core and storage happens here: each input goes to the core, then its `Ready`
 is applied in order — log operations (checked against what the core
-expected), then the leader epoch checkpoint, then messages, then producer
-completions — and the driver's `PartitionSink` hears what it must act on.
+expected; after a truncation, the producers' state rebuilt from the log and
+given back to the core), then the leader epoch checkpoint, then messages, then
+producer completions — and the driver's `PartitionSink` hears what it must act on.
 
 It reads no clock and does no I/O of its own: `now_ms` (monotonic, for the
 core) comes with each call, the wall clock the log stamps appends with is a
@@ -39,6 +40,7 @@ from .messages import (
     SendFetch,
     TruncateTo,
 )
+from .producer_state import ProducerEntry, rebuild_with_completed
 from .replica import PartitionReplica, Role
 from .storage import LogStorage, ReadResult
 from .topic_partition import TopicPartition
@@ -66,7 +68,8 @@ class PartitionSink(Protocol):
     def role_changed(self, driver: "PartitionDriver", before: Role, state: PartitionState) -> None: ...
 
     def truncated(self, driver: "PartitionDriver", op: LogOp, log_end_offset_before: int) -> None:
-        """The log was truncated (TruncateTo or TruncateFullyAndStartAt); it ended at the given offset."""
+        """The log was truncated (TruncateTo or TruncateFullyAndStartAt); it ended at the given offset. The
+        replica's producers are rebuilt from the log by now."""
         ...
 
     def storage_failed(self, driver: "PartitionDriver", failure: "LogOpFailed") -> None: ...
@@ -101,6 +104,17 @@ def apply_log_op(log: LogStorage, op: LogOp, wall_ms: int) -> None:
         log.truncate_to(op.offset)
     else:
         log.truncate_fully_and_start_at(op.offset)
+
+
+def load_producers(log: LogStorage, now_ms: int) -> tuple[ProducerEntry, ...]:
+    """The idempotent producers and open transactions a log holds: its newest producer snapshot at or below
+    the log end, then the batches and markers after it (Kafka's rebuildProducerState), at a broker's start
+    and after each truncation. The aborts replayed are indexed again, in case a crash lost their .txnindex
+    entries (the index skips those it has)."""
+    snapshot_offset, snapshot = log.producer_snapshot()
+    producers, completed = rebuild_with_completed(snapshot, log.producer_appends(snapshot_offset), now_ms)
+    log.index_aborted([entry for txn in completed if (entry := txn.aborted_txn()) is not None])
+    return producers
 
 
 def read_planned(log: LogStorage, plan: FetchPlan, max_bytes: int) -> ReadResult | None:
@@ -253,14 +267,19 @@ class PartitionDriver:
         ready = self.replica.ready()
         if ready.log_ops:
             wall_ms = self._wall_clock_ms()
+            truncations = []
             for op in ready.log_ops:
                 before = self.log.log_end_offset
                 apply_log_op(self.log, op, wall_ms)
                 if not isinstance(op, AppendAsLeader | AppendAsFollower):
-                    self._sink.truncated(self, op, before)
+                    truncations.append((op, before))
             require(self.log.log_end_offset == self.replica.log_end_offset,
                     "%s: the log ends at %d but the core says %d", self.name, self.log.log_end_offset,
                     self.replica.log_end_offset)
+            if truncations:
+                self._rebuild_producers()
+            for op, before in truncations:
+                self._sink.truncated(self, op, before)
             if self.log.active_segment_base_offset != self._snapshot_segment:
                 self.snapshot_producers()  # a new segment: recovery need not read the ones before
         if ready.epoch_entries is not None and ready.epoch_entries != self._epoch_entries:
@@ -277,6 +296,13 @@ class PartitionDriver:
             self._sink.isr_changed(self, change)
         if ready.log_ops or ready.high_watermark is not None:
             self._changed()
+
+    def _rebuild_producers(self) -> None:
+        """After a truncation the core has cut its producers' cache; what it cut may hide batches only the log
+        still holds (a producer's five cached batches all gone, and the ones before them with them)."""
+        if not self.replica.producers:
+            return  # none known before: a truncation brings none back (Kafka skips the read as well)
+        self.replica.restore_producers(load_producers(self.log, self.replica.now_ms), self.log.log_end_offset)
 
     def _changed(self) -> None:
         self.changes += 1

@@ -17,7 +17,11 @@ the leader's producer is checked before it is appended:
 Followers apply the same updates from the batches they fetch (without the
 checks: the leader made them), so a new leader deduplicates a retry of a batch
 its predecessor appended. Truncation drops the cached batches past the new log
-end: a retry of a batch the log lost is appended again. A producer silent for
+end, and the driver then restores the producers as the log below it holds them
+(from the newest snapshot at or below the new end and the batches after it, as
+Kafka rebuilds its producer state): a retry of a batch the log lost is appended
+again, and a producer whose five cached batches all went continues from the
+ones before them. A producer silent for
 producer.id.expiration.ms is forgotten, unless it has a transaction open here.
 
 Sequences are 32-bit and wrap from 2^31-1 back to 0, as Kafka's do.
@@ -336,8 +340,9 @@ class ProducerStates:
 
     def truncate(self, offset: int) -> None:
         """The log ends at `offset` now: batches and markers from there on are no longer in it. Markers not
-        yet below the high watermark are taken back exactly (their transactions are open again); a
-        truncation below the high watermark (an unclean election) is exact only through `rebuild`."""
+        yet below the high watermark are taken back exactly (their transactions are open again). The rest
+        can only be cut: the batches older than the five cached, and the epoch they carry once the five are
+        gone, are in the log alone, so the driver follows with `restore` (the state rebuilt from the log)."""
         while self._unstable_markers and self._unstable_markers[-1].offset >= offset:
             undone = self._unstable_markers.pop()
             if undone.before is None:
@@ -349,6 +354,21 @@ class ProducerStates:
             txn_first_offset = entry.current_txn_first_offset if entry.current_txn_first_offset < offset else NO_OFFSET
             if (kept, txn_first_offset) != (entry.batches, entry.current_txn_first_offset):
                 self._entries[producer_id] = replace(entry, batches=kept, current_txn_first_offset=txn_first_offset)
+
+    def restore(self, entries: Iterable[ProducerEntry]) -> None:
+        """The producers as the log below the new log end holds them, rebuilt after a truncation (Kafka
+        reloads its producer state from the newest snapshot at or below the truncation and replays the log
+        after it): a producer whose five cached batches all went gets back the ones before them, and the
+        epoch and open transaction they carry. Markers still unstable stay (they are in the log below the
+        new end: the LSO waits for them); a producer known here keeps its last timestamp (a truncation does
+        not restart its expiry)."""
+        known = self._entries
+        self._entries = {}
+        for entry in entries:
+            before = known.get(entry.producer_id)
+            if before is not None:
+                entry = replace(entry, last_timestamp_ms=before.last_timestamp_ms)
+            self._entries[entry.producer_id] = entry
 
     def clear(self) -> None:
         self._entries.clear()

@@ -395,6 +395,12 @@ class PartitionReplica:
         """Retention or DeleteRecords removed the log before `offset`."""
         self._log.advance_log_start_offset(offset)
 
+    def restore_producers(self, entries: Iterable[ProducerEntry], log_end_offset: int) -> None:
+        """After a truncation, the idempotent producers and open transactions as the log holds them up to
+        `log_end_offset` (its end): what the driver rebuilt from the newest producer snapshot at or below it
+        and the batches and markers after that."""
+        self._log.restore_producers(entries, log_end_offset)
+
     def tick(self, now_ms: int) -> None:
         """Expire waiting producers and silent idempotent ones, shrink the ISR, retry proposals and fetches."""
         self._advance_clock(now_ms)

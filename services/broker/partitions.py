@@ -182,9 +182,11 @@ class Partitions:
                  extra=logs.fields("role_changed", topic=driver.topic, partition=driver.partition))
 
     def truncated(self, driver: PartitionDriver, op: LogOp, log_end_offset_before: int) -> None:
-        log.info("%s truncated (%s) from %d to %d, log start %d (leader epoch %d)", driver.name,
-                 type(op).__name__, log_end_offset_before, driver.log.log_end_offset, driver.log.log_start_offset,
-                 driver.replica.leader_epoch, extra=logs.fields("truncated", topic=driver.topic, partition=driver.partition))
+        log.info("%s truncated (%s) from %d to %d, log start %d (leader epoch %d); producers rebuilt from the log: "
+                 "%d, open transactions %d", driver.name, type(op).__name__, log_end_offset_before,
+                 driver.log.log_end_offset, driver.log.log_start_offset, driver.replica.leader_epoch,
+                 len(driver.replica.producers), len(driver.replica.open_transactions),
+                 extra=logs.fields("truncated", topic=driver.topic, partition=driver.partition))
 
     def storage_failed(self, driver: PartitionDriver, failure: LogOpFailed) -> None:
         log.error("%s: %s; taking the replica offline", driver.name, failure,

@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from replog.broker.checkpoints import LogDirCheckpoints, Snapshot
 from replog.core.config import ReplicaConfig
 from replog.core.epoch_cache import EpochEntry
-from replog.core.partition_driver import PartitionDriver, PartitionSink
-from replog.core.producer_state import rebuild_with_completed
+from replog.core.partition_driver import PartitionDriver, PartitionSink, load_producers
 from replog.core.replica import PartitionReplica
 from replog.core.topic_partition import TopicPartition
 from replog.storage import LogConfig, PartitionLog, partition_directory
@@ -81,9 +80,7 @@ class HostedReplicas:
         )
         entries = tuple(EpochEntry(epoch, start) for epoch, start in partition_log.leader_epoch_checkpoint.read())
         high_watermark = min(checkpoints.high_watermarks.get(key, 0), partition_log.log_end_offset)
-        snapshot_offset, snapshot = partition_log.producer_snapshot()
-        producers, completed = rebuild_with_completed(snapshot, partition_log.producer_appends(snapshot_offset), now)
-        partition_log.index_aborted([entry for txn in completed if (entry := txn.aborted_txn()) is not None])
+        producers = load_producers(partition_log, now)
         replica = PartitionReplica(
             self.broker_id, settings.replica, log_start_offset=partition_log.log_start_offset,
             log_end_offset=partition_log.log_end_offset, epoch_entries=entries,

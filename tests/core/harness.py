@@ -87,6 +87,27 @@ class Node:
         return next((c for c in self.completions if c.request_id == request_id), None)
 
 
+@dataclass
+class RecordingSink:
+    """A PartitionSink that keeps what a driver hands over to send or answer, and ignores its events."""
+
+    fetches: list[SendFetch] = field(default_factory=list)
+    proposals: list[ProposeIsr] = field(default_factory=list)
+    completions: list[CompleteProduce] = field(default_factory=list)
+
+    def send_fetch(self, driver, message: SendFetch) -> None:
+        self.fetches.append(message)
+
+    def propose_isr(self, driver, message: ProposeIsr) -> None:
+        self.proposals.append(message)
+
+    def complete_produce(self, driver, completion: CompleteProduce) -> None:
+        self.completions.append(completion)
+
+    def __getattr__(self, name):
+        return lambda *args: None
+
+
 def answer(leader: Node, plan) -> FetchResponse:
     """What the leader sends back for `plan`: its read step over its log."""
     return fetch_response(plan, read_planned(leader.log, plan, plan.max_bytes))

@@ -1,7 +1,6 @@
 """Fetch sessions (KIP-227), both halves, in logical time: the tables, the follower's requests, and a
 leader that hears every follower's position in a session however little the follower names."""
 
-from dataclasses import dataclass, field
 
 import pytest
 
@@ -21,12 +20,11 @@ from replog.core.fetch_session import (
 )
 from replog.core.invariant import InvariantViolation
 from replog.core.log import MemoryLog
-from replog.core.messages import ProposeIsr
 from replog.core.partition_driver import PartitionDriver
 from replog.core.replica import PartitionReplica
 from replog.core.topic_partition import TopicPartition
 
-from .harness import partition_state, produce
+from .harness import RecordingSink, partition_state, produce
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
 FOLLOWER = 2
@@ -155,21 +153,8 @@ def test_the_follower_table_has_no_way_out_of_a_missing_row():
 # -- the leader hears every position -------------------------------------------------------
 
 
-@dataclass
-class Recorder:
-    """A PartitionSink that keeps what the driver hands over."""
-
-    proposals: list[ProposeIsr] = field(default_factory=list)
-
-    def propose_isr(self, driver, message):
-        self.proposals.append(message)
-
-    def __getattr__(self, name):
-        return lambda *args: None
-
-
-def leader_of(keys, lag_time_ms_max: int) -> tuple[dict[TopicPartition, PartitionDriver], Recorder]:
-    sink = Recorder()
+def leader_of(keys, lag_time_ms_max: int) -> tuple[dict[TopicPartition, PartitionDriver], RecordingSink]:
+    sink = RecordingSink()
     drivers = {}
     for key in keys:
         replica = PartitionReplica(1, ReplicaConfig(replica_lag_time_ms_max=lag_time_ms_max))

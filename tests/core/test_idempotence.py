@@ -1,15 +1,16 @@
 """Idempotent producers on a partition: a retried batch is answered with its first offsets and never
 appended twice; a gap or an old epoch is refused; a new leader knows what its predecessor appended."""
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replog.core.errors import ErrorCode
-from replog.core.log import MemoryBatch
-from replog.core.messages import ACKS_ALL, PartitionState, ProduceRequest
+from replog.core.log import MemoryBatch, MemoryLog, fetch_response
+from replog.core.messages import ACKS_ALL, CompleteProduce, PartitionState, ProduceRequest
+from replog.core.partition_driver import PartitionDriver
 from replog.core.producer_state import (
     CACHED_BATCHES_MAX,
     ProducerAppend,
@@ -17,8 +18,10 @@ from replog.core.producer_state import (
     last_sequence,
     next_sequence,
 )
+from replog.core.replica import PartitionReplica
+from replog.core.topic_partition import TopicPartition
 
-from .harness import Node, catch_up, partition_state
+from .harness import Node, RecordingSink, catch_up, partition_state
 
 PID = 7
 
@@ -166,12 +169,51 @@ def test_retries_in_any_number_append_each_batch_once_in_order(batches):
     assert logged == [record for request in sent for b in request.records for record in b.records]
 
 
-@pytest.mark.xfail(strict=True, reason="known bug, found by the simulator (transaction seed 263 of 1000): a "
-                   "truncation that drops every cached batch of a producer leaves it unable to continue; the "
-                   "entry should be rebuilt from the log below the truncation, as Kafka does")
-def test_a_truncation_that_drops_every_cached_batch_still_takes_the_producers_next_sequence():
-    states = ProducerStates()
-    for sequence in range(10):
-        states.update(batch(sequence), sequence, sequence, 0)
-    states.truncate(5)  # a follower drops the last five batches, which were not committed
-    assert states.check(batch(5)).error == ErrorCode.NONE, "the log still holds sequences 0..4"
+@dataclass
+class DrivenBroker:
+    """A broker as the core sees it: the production driver over a MemoryLog, and what it hands over."""
+
+    driver: PartitionDriver
+    sink: RecordingSink
+
+
+def driven_broker(broker_id: int) -> DrivenBroker:
+    sink = RecordingSink()
+    return DrivenBroker(PartitionDriver(TopicPartition("t", 0), PartitionReplica(broker_id), MemoryLog(),
+                                        write_epoch_entries=lambda entries: None, wall_clock_ms=lambda: 0,
+                                        sink=sink), sink)
+
+
+def fetch_once(follower: DrivenBroker, leader: DrivenBroker, now_ms: int) -> None:
+    fetch = follower.sink.fetches.pop()
+    plan = leader.driver.fetch(replace(fetch.request, replica_epoch=1), now_ms)
+    follower.driver.fetch_response(fetch.fetch_id, fetch_response(plan, leader.driver.read(plan, plan.max_bytes)),
+                                   now_ms)
+
+
+def test_a_follower_whose_truncation_drops_every_cached_batch_takes_the_producers_next_sequence_as_leader():
+    """Found by the simulator (transaction seed 263): the follower's truncation took all five batches its
+    cache held for the producer; the driver rebuilds the producer from the log, so the batches before them
+    count again, and the replica, once leader, takes the retry of the first lost batch."""
+    one, two = driven_broker(1), driven_broker(2)
+    for broker in (one, two):
+        broker.driver.leader_and_isr(partition_state(leader=1, isr=(1, 2), replicas=(1, 2)), 0)
+    for sequence in range(5):  # committed on both
+        one.driver.produce(produce(sequence, sequence, acks=ACKS_ALL), 1)
+    fetch_once(two, one, 2)
+    fetch_once(two, one, 3)
+    assert [c.error for c in one.sink.completions] == [ErrorCode.NONE] * 5
+    for sequence in range(5, 10):  # appended on broker 1 alone, never acknowledged
+        one.driver.produce(produce(sequence, sequence, acks=ACKS_ALL), 4)
+    # Broker 1 is cut off; broker 2 leads, and broker 1, back as its follower, truncates its epoch 1 tail.
+    second = partition_state(leader=2, leader_epoch=2, isr=(1, 2), partition_epoch=1, replicas=(1, 2))
+    two.driver.leader_and_isr(second, 5)
+    one.driver.leader_and_isr(second, 5)
+    fetch_once(one, two, 6)
+    assert one.driver.log.log_end_offset == 5
+    # Broker 2 dies before anything more is written; broker 1 leads.
+    one.driver.leader_and_isr(replace(second, leader=1, leader_epoch=3, isr=(1,), partition_epoch=2), 7)
+    assert one.driver.produce(produce("retry-4", 4), 8) and one.sink.completions[-1].base_offset == 4, \
+        "a retry of sequence 4 is recognised: the log still holds it"
+    assert one.driver.produce(produce("retry-5", 5), 9)
+    assert one.sink.completions[-1] == CompleteProduce("retry-5", ErrorCode.NONE, 5)

@@ -206,6 +206,38 @@ def test_a_rebuild_from_a_snapshot_keeps_the_open_transaction():
     assert (entry.epoch, entry.in_transaction, entry.coordinator_epoch) == (4, False, 2)
 
 
+def test_a_truncation_below_every_cached_batch_of_a_transaction_keeps_it_open_once_restored_from_the_log():
+    p = Partition()
+    p.write(B, 0, count=1)  # 0: opens B's transaction
+    p.mark(B, 1, commit=True)  # 1: commits it
+    p.replicate()
+    p.write(B, 1, count=1, transactional=False)  # 2
+    for _ in range(8):
+        p.write(A, 0, count=1)  # 3..10: A's transaction, eight batches
+    p.mark(B, 2, commit=False)  # 11: a marker for nothing open here, not replicated yet
+    truncate_and_restore(p, 6)
+    entry = p.states.get(A)
+    assert [b.first_offset for b in entry.batches] == [3, 4, 5] and entry.current_txn_first_offset == 3
+    assert p.states.open_transactions() == ((A, 3),) and p.lso == 2
+    assert p.write(A, 0, count=1) == ErrorCode.NONE, "sequence 3 follows the batches the log still holds"
+
+
+def truncate_and_restore(p: Partition, offset: int) -> None:
+    """A follower's truncation, as the driver carries it out: the core cuts its cache, then takes the
+    producers rebuilt from what the log holds below `offset`."""
+    p.states.truncate(offset)
+    p.items = [item for item in p.items if item[1] < offset]
+    p.log_end_offset = offset
+    p.states.restore(rebuild((), p.items, 0))
+
+
+def test_a_restore_keeps_the_last_timestamp_of_a_producer_known_here():
+    states = ProducerStates()
+    states.update(ProducerAppend(A, 0, 0, 0), 0, 0, 500)
+    states.restore(rebuild((), [(ProducerAppend(A, 0, 0, 0), 0, 0), (ProducerAppend(B, 0, 0, 0), 1, 1)], 900))
+    assert [(e.producer_id, e.last_timestamp_ms) for e in states.entries()] == [(A, 500), (B, 900)]
+
+
 # -- properties ----------------------------------------------------------------------------------------
 
 ACTIONS = st.lists(st.tuples(st.sampled_from(["write", "plain", "commit", "abort", "replicate", "truncate"]),
@@ -226,17 +258,18 @@ def test_the_lso_never_passes_an_open_transactions_first_offset_nor_the_high_wat
         elif action == "replicate":
             p.replicate()
         else:
-            offset = max(p.high_watermark, p.log_end_offset - count)
-            p.states.truncate(offset)
-            p.items = [item for item in p.items if item[1] < offset]
-            p.log_end_offset = offset
+            truncate_and_restore(p, max(p.high_watermark, p.log_end_offset - 4 * count))
             epochs = {pid: (p.states.get(pid).epoch if p.states.get(pid) else 0) for pid in epochs}
         lso = p.lso
         assert lso <= p.high_watermark
         for _, first_offset in p.states.open_transactions():
             assert lso <= first_offset
-        # The same state follows from the log alone.
-        assert ProducerStates(rebuild((), p.items, 0)).open_transactions() == p.states.open_transactions()
+        # The same state follows from the log alone: every producer, its open transaction, and the LSO.
+        from_log = ProducerStates()
+        from_log.replay(p.items, 0)
+        from_log.forget_stable(p.high_watermark)
+        assert from_log.entries() == p.states.entries()
+        assert from_log.last_stable_offset(p.high_watermark) == lso
 
 
 def test_a_leader_answers_a_retried_marker_only_once_the_first_copy_is_committed():

@@ -39,8 +39,7 @@ from replog.core.messages import (
     TruncateFullyAndStartAt,
     TruncateTo,
 )
-from replog.core.partition_driver import LogOpFailed, PartitionDriver
-from replog.core.producer_state import rebuild_with_completed
+from replog.core.partition_driver import LogOpFailed, PartitionDriver, load_producers
 from replog.core.replica import PartitionReplica, Role
 from replog.core.storage import AppendInfo
 from replog.core.topic_partition import TopicPartition
@@ -108,11 +107,6 @@ class CheckedLog:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self._checker.before_log_op(self._node, TruncateFullyAndStartAt(offset))
         self._log.truncate_fully_and_start_at(offset)
-
-
-def _snapshot_and_batches(log: MemoryLog):
-    offset, snapshot = log.producer_snapshot()
-    return snapshot, log.producer_appends(offset)
 
 
 @dataclass
@@ -183,9 +177,7 @@ class BrokerNode:
     def _start_driver(self, partition: int) -> PartitionDriver:
         disk = self.disks[partition]
         log = disk.log
-        # As the broker at open: producers from the log's batches and markers, and its aborts indexed again.
-        producers, completed = rebuild_with_completed(*_snapshot_and_batches(log), self.sim.now_ms)
-        log.index_aborted([entry for txn in completed if (entry := txn.aborted_txn()) is not None])
+        producers = load_producers(log, self.sim.now_ms)
         replica = PartitionReplica(
             self.broker_id,
             self.config,
