@@ -6,10 +6,10 @@ transactions of about TXN_RECORDS records: read (read_committed), send each valu
 transaction's name appended, send_offsets_to_transaction, commit. Its transactional id is
 fixed per input partition, so a restarted copier fences the one before it and the
 coordinator aborts what that one left open; the group's committed offset is where it
-resumes. It journals each transaction as JSON lines before it commits (so one killed
-mid-way leaves an undecided transaction) and its outcome after. It exits 0 once the
-input partition is copied up to END. `--rate` holds it to about that many records/s, so
-that the faults a test injects land while it copies.
+resumes. It journals each transaction as JSON lines as it begins, what it read and sent
+before it commits (so one killed mid-way leaves an undecided transaction), and its outcome. It exits 0 once the
+input partition is copied up to END. `--rate` holds it to about that many records/s while
+its transactions are open, so that the faults a test injects land in the middle of one.
 
     python -m tests.integration.txn_copier BOOTSTRAP INPUT OUTPUT PARTITION END GROUP LOG [--rate N]
 """
@@ -66,12 +66,14 @@ class Copier:
         self.transactions += 1
         suffix = b"|" + name.encode()
         self.producer.begin_transaction()
+        self.journal.write("begin", name=name)
         reads, futures = [], []
         while len(reads) < TXN_RECORDS and self.consumer.position(self.source) < self.args.end:
             for record in self.consumer.poll(POLL_MS):
                 reads.append([record.offset, text(record.value)])
                 futures.append(self.producer.send(self.args.output, record.value + suffix,
                                                   partition=self.args.partition))
+            self.pace(len(reads))
         self.journal.write("txn", name=name, reads=reads, writes=[v + text(suffix) for _, v in reads])
         try:
             self.producer.send_offsets_to_transaction({self.source: reads[-1][0] + 1}, self.consumer.group_metadata())
@@ -83,8 +85,11 @@ class Copier:
             return
         self.journal.write("committed", name=name, offsets=[f.result(0).offset for f in futures])
         self.copied += len(reads)
+
+    def pace(self, reading: int) -> None:
+        """Hold to --rate while the transaction is open, so that a kill most likely cuts one short."""
         if self.args.rate:
-            time.sleep(max(0.0, self.started + self.copied / self.args.rate - time.monotonic()))
+            time.sleep(max(0.0, self.started + (self.copied + reading) / self.args.rate - time.monotonic()))
 
     def commit(self) -> None:
         """commit_transaction(), called again after a timeout (a broker restarting), as the client allows."""
