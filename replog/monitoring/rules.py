@@ -123,6 +123,19 @@ ALERTS: tuple[Alert, ...] = (
         "load succeeds. The broker's log has the ERROR and its traceback.",
     ),
     Alert(
+        # The lag only falls when the LSO moves (a transaction ended); one that stayed above 0 and never
+        # fell for longer than transaction.max.timeout.ms (15 minutes) is held by a transaction no timeout
+        # ends. resets() counts the falls of a gauge as it does a counter's.
+        "ReplogLastStableOffsetStuck",
+        "min_over_time(replog_last_stable_offset_lag[15m]) > 0 and resets(replog_last_stable_offset_lag[15m]) == 0",
+        300, "warning",
+        "An open transaction holds {{ $labels.topic }}-{{ $labels.partition }} back from read_committed consumers",
+        "The last stable offset of {{ $labels.topic }}-{{ $labels.partition }} (led by {{ $labels.instance }}) "
+        "has not moved for 20 minutes, longer than any transaction may stay open: read_committed consumers "
+        "of the partition are stuck at least {{ $value }} records behind the high watermark. A transaction "
+        "whose markers cannot be written, or a hanging transaction no coordinator knows, holds it.",
+    ),
+    Alert(
         "ReplogZooKeeperDisconnected",
         'max by (namespace, instance) (replog_zookeeper_session_state{state="connected"}) == 0',
         60, "warning",

@@ -107,6 +107,10 @@ class CoordinatorShards(Generic[C]):
         self._tick_interval_s = tick_interval_s
         self._shards: dict[int, Shard[C]] = {}
         self._ticker: asyncio.Task[None] | None = None
+        # Each series is served from the start, at 0: a first failure then counts as an increase.
+        metrics.COORDINATOR_LOAD_FAILURES.labels(self.topic)
+        for error in NOT_APPENDED:
+            metrics.COORDINATOR_WRITES_REFUSED.labels(self.topic, error.name)
 
     # -- what a subclass provides -------------------------------------------------------------
 

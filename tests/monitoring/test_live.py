@@ -1,15 +1,16 @@
 """The dashboards and alerts against a real Prometheus scraping a real cluster.
 
-Given a local cluster started with --monitoring and --log-format json, a producer writing and a
-consumer group reading, when a broker is SIGKILLed: every query of every dashboard panel returns
-at least one series through Prometheus's HTTP API, ReplogBrokerDown and
-ReplogUnderReplicatedPartitions fire, and both resolve once the broker is back. Every metric the
-dashboards and rules name is served by a member, and every log line is a JSON object with the
-stable fields.
+Given a local cluster started with --monitoring and --log-format json, a producer writing, a
+transactional producer committing small transactions and a consumer group reading, when a broker
+is SIGKILLed: every query of every dashboard panel returns at least one series through
+Prometheus's HTTP API, ReplogBrokerDown and ReplogUnderReplicatedPartitions fire, and both
+resolve once the broker is back. Every metric the dashboards and rules name is served by a
+member, and every log line is a JSON object with the stable fields.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import urllib.request
@@ -27,6 +28,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 TOPIC = "orders"
 GROUP = "billing"
+TRANSACTIONAL_ID = "order-batcher"
+TXN_RECORDS = 5
+TXN_PAUSE_S = 0.2
+TXN_TIMEOUT_S = 10
 # Grafana's $__rate_interval for a 1 s scrape interval would be seconds; a minute keeps the
 # scenario's few events (one election, one rebalance) in every window the test looks at.
 RATE_INTERVAL = "1m"
@@ -49,7 +54,8 @@ def api(monitored):
 
 @pytest.fixture(scope="module")
 def traffic(monitored):
-    """A producer writing about 200 records a second and a consumer group reading them, on threads."""
+    """A producer writing about 200 records a second, a transactional producer committing a few
+    transactions of five records a second, and a consumer group reading them, on threads."""
     bootstrap = monitored.status()["metadata"][0]["address"]
     with Admin(bootstrap) as admin:
         admin.create_topics([NewTopic(TOPIC, 3, 3, configs={"min.insync.replicas": "2"})])
@@ -60,6 +66,27 @@ def traffic(monitored):
             while not stop.wait(0.005):
                 producer.send(TOPIC, b"an order")
 
+    def transact():
+        producer = None
+        while not stop.wait(TXN_PAUSE_S):
+            try:
+                if producer is None:
+                    producer = Producer(bootstrap, transactional_id=TRANSACTIONAL_ID, linger_ms=5)
+                    producer.init_transactions(TXN_TIMEOUT_S)
+                producer.begin_transaction()
+                for _ in range(TXN_RECORDS):
+                    producer.send(TOPIC, b"an order of a batch")
+                producer.commit_transaction(TXN_TIMEOUT_S)
+            except ClientError:
+                # A coordinator or leader moving: a new instance fences this one and ends what it left open.
+                if producer is not None:
+                    with contextlib.suppress(ClientError):
+                        producer.close(TXN_TIMEOUT_S)
+                producer = None
+        if producer is not None:
+            with contextlib.suppress(ClientError):
+                producer.close(TXN_TIMEOUT_S)
+
     def consume():
         with Consumer(bootstrap, group_id=GROUP, auto_offset_reset="earliest") as consumer:
             consumer.subscribe([TOPIC])
@@ -69,7 +96,7 @@ def traffic(monitored):
                 except ClientError:
                     pass  # a coordinator or leader moving: the next poll goes on
 
-    threads = [threading.Thread(target=work, daemon=True) for work in (produce, consume)]
+    threads = [threading.Thread(target=work, daemon=True) for work in (produce, transact, consume)]
     for thread in threads:
         thread.start()
     yield
@@ -102,11 +129,13 @@ def served_metric_names(cluster):
 
 
 def test_dashboards_and_alerts_follow_a_broker_failure(monitored, api, traffic, tmp_path):
-    # Given traffic that every dashboard sees: a group with lag figures, records flowing.
+    # Given traffic that every dashboard sees: a group with lag figures, records flowing, transactions
+    # committed.
     wait_for(lambda: api.query(f'sum(replog_consumergroup_members{{group="{GROUP}"}}) > 0')
              and api.query(f'sum(rate(replog_messages_in_total{{topic="{TOPIC}"}}[{RATE_INTERVAL}])) > 0')
-             and api.query(f'replog_consumergroup_lag{{group="{GROUP}"}}'), 60,
-             "Prometheus to see the producer and the consumer group")
+             and api.query(f'replog_consumergroup_lag{{group="{GROUP}"}}')
+             and api.query(f'sum(rate(replog_txn_marker_latency_seconds_count[{RATE_INTERVAL}])) > 0'), 60,
+             "Prometheus to see the producers and the consumer group")
 
     missing = queries.every_metric_name() - served_metric_names(monitored)
     assert not missing, f"named by a dashboard or rule but served by no member: {sorted(missing)}"

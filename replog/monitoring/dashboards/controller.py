@@ -1,17 +1,16 @@
 """The controller and coordinators dashboard: who is active, the controller's event queue,
-elections and their latency, and how fast metadata reaches the metadata services.
-
-Transactions (by state, marker latency) join here once the live monitoring scenario runs
-transactional traffic to fill them; the brokers serve those metrics."""
+elections and their latency, how fast metadata reaches the metadata services, the transaction
+coordinators' transactions and markers, and the loads and refused writes of both coordinators."""
 
 from __future__ import annotations
 
-from replog.monitoring.dashboards.board import Board, q, quantiles, rate, thresholds
+from replog.monitoring.dashboards.board import RATE, Board, q, quantiles, rate, thresholds
 
 
 def build() -> Board:
     board = Board("replog-controller", "replog / Controller and coordinators",
-                  "The active controller's work and how quickly metadata reaches clients.")
+                  "The active controller's work, how quickly metadata reaches clients, and the group and "
+                  "transaction coordinators.")
     board.row("Controller")
     board.states("Active controller", "Which controller holds /controller.",
                  f"max by (instance) ({q('replog_active_controller_count')})", "{{instance}}",
@@ -34,7 +33,39 @@ def build() -> Board:
     board.timeseries("Metadata propagation time",
                      "From a controller's write of partition states until each metadata service serves them.",
                      quantiles("replog_metadata_propagation_seconds", "instance"), unit="s", width=24)
+    _transactions(board)
+    _coordinators(board)
     return board
+
+
+def _transactions(board: Board) -> None:
+    board.row("Transactions")
+    board.timeseries("Transactions by state",
+                     "Transactional ids by the state of their latest transaction, summed over the coordinators. "
+                     "Ongoing: open; PrepareCommit and PrepareAbort: decided, markers being written.",
+                     [(f"sum by (state) ({q('replog_transactions')})", "{{state}}")])
+    board.timeseries("Transactions ended", "Transactions whose markers every partition has, per second, "
+                     "by coordinating broker: commits, aborts and timeouts.",
+                     [(f"sum by (instance) ({rate('replog_txn_marker_latency_seconds_count')})", "{{instance}}")],
+                     unit="ops")
+    board.timeseries("Marker latency",
+                     "From a transaction's decision (PREPARE_*) being written until every partition has its "
+                     "marker (p50, p99). Long: a partition of the transaction has no leader or too few in-sync "
+                     "replicas.", quantiles("replog_txn_marker_latency_seconds", ""), unit="s")
+
+
+def _coordinators(board: Board) -> None:
+    board.row("Coordinators")
+    board.timeseries("Coordinator load failures",
+                     "Loads of a __consumer_offsets or __transaction_state partition that failed and were started "
+                     "again, per interval (0: none). The broker's log has the ERROR.",
+                     [(f"sum by (instance, topic) (increase({q('replog_coordinator_load_failures_total')}"
+                       f"[{RATE}]))", "{{instance}} {{topic}}")], width=12)
+    board.timeseries("Coordinator writes refused",
+                     "Writes of the coordinators' records that the partition refused, per interval, by error "
+                     "(0: none). NOT_ENOUGH_REPLICAS: the internal topic's partition is under min ISR.",
+                     [(f"sum by (topic, error) (increase({q('replog_coordinator_writes_refused_total')}"
+                       f"[{RATE}]))", "{{topic}} {{error}}")], width=12)
 
 
 def elections(board: Board, *, width: int) -> None:

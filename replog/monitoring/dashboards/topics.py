@@ -1,5 +1,6 @@
 """The topics and partitions dashboard: per-topic throughput, per-partition offsets and sizes,
-and how far each follower is behind its leader."""
+how far each follower is behind its leader, and what producers and open transactions hold
+per partition."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ TOPIC = 'topic=~"$topic"'
 
 def build() -> Board:
     board = Board("replog-topics", "replog / Topics and partitions",
-                  "Throughput per topic, offsets and sizes per partition, and replica lag.")
+                  "Throughput per topic, offsets and sizes per partition, replica lag, and producers and "
+                  "transactions per partition.")
     board.add_variable("topic", "Topic", "replog_log_end_offset")
     throughput(board, TOPIC)
     board.row("Partitions")
@@ -26,6 +28,18 @@ def build() -> Board:
     board.timeseries("Replica lag", "Records each follower is behind its leader's log end offset.",
                      [(f"max by (topic, partition, replica) ({q('replog_replica_lag_records', TOPIC)})",
                        "{{topic}}-{{partition}} replica {{replica}}")], width=24)
+    board.row("Producers and transactions")
+    board.timeseries("Last stable offset lag",
+                     "High watermark minus last stable offset, on each partition's leader: records open "
+                     "transactions hold back from read_committed consumers. It returns to 0 as transactions "
+                     "end; one that never does is a hanging transaction.",
+                     [(f"max by (topic, partition) ({q('replog_last_stable_offset_lag', TOPIC)})",
+                       "{{topic}}-{{partition}}")], width=12)
+    board.timeseries("Active producer ids", "Producer ids (idempotent and transactional) each partition's leader "
+                     "keeps state for; one expires after producer.id.expiration.ms without a write, unless its "
+                     "transaction is open.",
+                     [(f"max by (topic, partition) ({q('replog_producer_ids', TOPIC)})", "{{topic}}-{{partition}}")],
+                     width=12)
     return board
 
 
