@@ -1,4 +1,4 @@
-"""Spark reading replog next to Spark reading the same rows from parquet on local disk, in one run.
+"""Spark reading replog next to Spark reading the same rows from parquet on local disk, and writing to replog.
 
 Starts a local cluster (3 brokers, RF 1 so the figures are the reader's, not replication's),
 produces `--records` records of `--record-size` bytes into a topic of `--partitions` partitions,
