@@ -58,7 +58,7 @@ def _wait_for_uncommitted(bootstrap: str, topic: str, value: bytes) -> None:
         consumer.assign([TopicPartition(topic, 0)])
         seen = []
         wait_until(lambda: seen.extend(r.value for r in consumer.poll(200)) or value in seen, WAIT_S,
-                   f"{value!r} in {topic}")
+                   f"{value[:12]!r}... in {topic}")
 
 
 def values_in(spark, bootstrap: str, topic: str, isolation_level: str) -> list[str]:
