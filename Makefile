@@ -123,7 +123,8 @@ spark-demo: setup
 	$(REPLOG) consume orders-per-minute --from-beginning --max-messages 5 --timeout-ms 10000 --data-dir $(SPARK_DEMO_DIR)
 	@echo "The cluster keeps running; stop it with: $(REPLOG) dev down --data-dir $(SPARK_DEMO_DIR)"
 
-# The Spark reader against Spark's own parquet reader on the same rows (bench/bench_spark.py;
+# The Spark reader against Spark's own parquet reader on the same rows, and the exactly-once sink
+# against the at-least-once one (bench/bench_spark.py;
 # figures in docs/BENCHMARKS.md).
 bench-spark: setup
 	$(PY) bench/bench_spark.py

@@ -1,4 +1,4 @@
-"""Spark reading replog next to Spark reading the same rows from parquet on local disk, in one run.
+"""Spark reading replog next to Spark reading the same rows from parquet on local disk, and writing to replog.
 
 Starts a local cluster (3 brokers, RF 1 so the figures are the reader's, not replication's),
 produces `--records` records of `--record-size` bytes into a topic of `--partitions` partitions,
@@ -13,7 +13,12 @@ Then a streaming query at `--rate` records/s (one producer thread) with a `--tri
 into a noop sink: each micro-batch's duration and the time from a record's produce timestamp
 to the end of the micro-batch that read it, p50 and p99.
 
+Then writes: `--write-records` rows of `--record-size` bytes, made by Spark in two tasks, written
+to a topic of `--partitions` partitions (replication factor 3, acks=all) by the at-least-once sink
+and by the exactly-once sink (transactional=true), in turn, `--runs` times each, median reported.
+
     python bench/bench_spark.py [--records 10000000] [--record-size 100] [--runs 3] [--json]
+                                [--parts read,streaming,write]
 
 Run it under the cluster lock: flock /tmp/replog-cluster.lock python bench/bench_spark.py
 """
@@ -120,6 +125,22 @@ def streaming_figures(spark, bootstrap: str, topic: str, rate: int, trigger_s: f
             if progress else 0}
 
 
+def write_figures(spark, bootstrap: str, records: int, record_size: int, runs: int) -> dict:
+    rows = spark.range(0, records, 1, 2).selectExpr(f"lpad(cast(id as string), {record_size}, 'x') as value")
+    sinks = {"at_least_once": ("written", {}), "exactly_once": ("written-eos", {"transactional": "true"})}
+    seconds: dict[str, list[float]] = {name: [] for name in sinks}
+    for _ in range(runs):
+        for name, (topic, options) in sinks.items():
+            writer = rows.write.format("replog").option("bootstrap", bootstrap).option("topic", topic)
+            for option, value in options.items():
+                writer = writer.option(option, value)
+            seconds[name].append(timed(lambda: writer.mode("append").save()))
+    figures = {name: median_rate(records, times) for name, times in seconds.items()}
+    figures["exactly_once_ratio"] = round(figures["exactly_once"]["records_per_s"]
+                                          / figures["at_least_once"]["records_per_s"], 3)
+    return figures
+
+
 def _percentile(values: list[float], percent: float) -> float:
     if not values:
         return 0.0
@@ -135,8 +156,14 @@ def main() -> int:
     parser.add_argument("--rate", type=int, default=5_000)
     parser.add_argument("--trigger-s", type=float, default=1.0)
     parser.add_argument("--stream-s", type=float, default=30.0)
+    parser.add_argument("--write-records", type=int, default=2_000_000)
+    parser.add_argument("--parts", default="read,streaming,write",
+                        help="which figures to take: read, streaming, write (comma-separated)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    if not parts <= {"read", "streaming", "write"}:
+        parser.error(f"--parts takes read, streaming and write, not {args.parts!r}")
     scratch = tempfile.mkdtemp(prefix="bench-spark-")
     cluster = LocalCluster(os.path.join(scratch, "cluster"))
     cluster.up("--brokers", "3", "--controllers", "1")
@@ -144,17 +171,24 @@ def main() -> int:
         bootstrap = cluster.status()["metadata"][0]["address"]
         with Admin(bootstrap) as admin:
             admin.create_topics([NewTopic("bench", num_partitions=args.partitions, replication_factor=1),
-                                 NewTopic("stream", num_partitions=2, replication_factor=3)])
-        produce_s = fill(bootstrap, "bench", args.records, args.record_size)
+                                 NewTopic("stream", num_partitions=2, replication_factor=3),
+                                 NewTopic("written", num_partitions=args.partitions, replication_factor=3),
+                                 NewTopic("written-eos", num_partitions=args.partitions, replication_factor=3)])
         from replog.spark.session import replog_session
 
         spark = replog_session("bench-spark")
         spark.sparkContext.setLogLevel("ERROR")
-        result = {"records": args.records, "record_size": args.record_size, "partitions": args.partitions,
-                  "produce_records_per_s": round(args.records / produce_s),
-                  "batch": batch_figures(spark, bootstrap, "bench", args.records, args.runs, scratch),
-                  "streaming": streaming_figures(spark, bootstrap, "stream", args.rate, args.trigger_s,
-                                                 args.stream_s, scratch)}
+        result = {"records": args.records, "record_size": args.record_size, "partitions": args.partitions}
+        if "read" in parts:
+            produce_s = fill(bootstrap, "bench", args.records, args.record_size)
+            result["produce_records_per_s"] = round(args.records / produce_s)
+            result["batch"] = batch_figures(spark, bootstrap, "bench", args.records, args.runs, scratch)
+        if "streaming" in parts:
+            result["streaming"] = streaming_figures(spark, bootstrap, "stream", args.rate, args.trigger_s,
+                                                    args.stream_s, scratch)
+        if "write" in parts:
+            result["write_records"] = args.write_records
+            result["write"] = write_figures(spark, bootstrap, args.write_records, args.record_size, args.runs)
         spark.stop()
     finally:
         cluster.down()

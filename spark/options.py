@@ -26,7 +26,10 @@ SOURCE_OPTIONS = (
     "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions", "failOnDataLoss",
     "includeHeaders", "isolationLevel", "pollTimeoutMs",
 )
-SINK_OPTIONS = ("bootstrap", "topic", "acks", "transactional", "includeHeaders")
+SINK_OPTIONS = ("bootstrap", "topic", "acks", "transactional", "transactionTimeoutMs", "includeHeaders")
+# A task's transaction stays open until the driver commits the micro-batch, after its slowest task: as long
+# as the brokers allow by default (transaction.max.timeout.ms), rather than the producer's 60 s.
+TRANSACTION_TIMEOUT_MS = 900_000
 # Options Spark itself passes along with the user's.
 SPARK_OPTIONS = ("path", "checkpointLocation", "queryName")
 DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -97,6 +100,7 @@ class SinkOptions:
     topic: str | None = None
     acks: int = -1
     transactional: bool = False
+    transaction_timeout_ms: int = TRANSACTION_TIMEOUT_MS
     include_headers: bool = False
 
 
@@ -146,8 +150,14 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
     topic = given.get("topic")
     if topic is not None and not topic.strip():
         raise OptionError("the topic option is empty; name a topic or leave it out and give a topic column")
+    transactional = _boolean(given, "transactional", False)
+    if transactional and ACKS[acks] != -1:
+        raise OptionError(f"transactional=true writes with acks=all; leave out acks={given['acks']}")
+    if "transactiontimeoutms" in given and not transactional:
+        raise OptionError("transactionTimeoutMs only makes sense with transactional=true")
     return SinkOptions(bootstrap=_bootstrap(given), topic=topic.strip() if topic else None, acks=ACKS[acks],
-                       transactional=_boolean(given, "transactional", False),
+                       transactional=transactional,
+                       transaction_timeout_ms=_positive_int(given, "transactionTimeoutMs") or TRANSACTION_TIMEOUT_MS,
                        include_headers=_boolean(given, "includeHeaders", False))
 
 

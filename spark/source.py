@@ -8,12 +8,7 @@ from pyspark.sql.types import StructType
 from replog.spark.arrow import arrow_schema, spark_schema
 from replog.spark.options import OptionError, sink_options, source_options, wants_headers
 from replog.spark.reader import ReplogBatchReader, ReplogStreamReader
-from replog.spark.writer import (
-    ReplogBatchWriter,
-    ReplogStreamWriter,
-    refuse_exactly_once_until_supported,
-    sink_columns,
-)
+from replog.spark.writer import ReplogBatchWriter, ReplogStreamWriter, sink_columns
 
 
 class ReplogDataSource(DataSource):
@@ -39,13 +34,11 @@ class ReplogDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> ReplogBatchWriter:
         options = sink_options(self.options)
         _refuse_overwrite(overwrite)
-        refuse_exactly_once_until_supported(options)
         return ReplogBatchWriter(options, sink_columns(schema, options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> ReplogStreamWriter:
         options = sink_options(self.options)
         _refuse_overwrite(overwrite)
-        refuse_exactly_once_until_supported(options)
         return ReplogStreamWriter(options, sink_columns(schema, options))
 
 

@@ -9,16 +9,15 @@ succeeded is on every in-sync replica; a task that fails and is tried again
 writes its rows again: at least once, like spark-sql-kafka.
 
 Exactly once (`transactional=true`) writes each task's rows in one replog
-transaction whose transactional id is named by the query and the task's
-partition, and commits it in the task's commit step together with a marker
-keyed by the micro-batch id, so that a retried task or micro-batch finds its
-rows committed and writes nothing twice. It needs the transactional producer.
+transaction with a marker of its micro-batch and leaves it prepared; the
+driver's commit step commits them all once every task succeeded, and a task
+writes nothing when its micro-batch was committed already (`exactly_once.py`).
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -29,7 +28,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
-from replog.client import Producer
+from replog.client import PreparedTransaction, Producer
+from replog.spark import exactly_once
 from replog.spark.options import OptionError, SinkOptions
 
 log = logging.getLogger("replog.spark")
@@ -51,17 +51,9 @@ class Columns:
 @dataclass
 class WrittenRows(WriterCommitMessage):
     rows: int
-
-
-def transactions_supported() -> bool:
-    """Whether this replog's producer can write transactions (a transactional_id config)."""
-    return "transactional_id" in inspect.signature(Producer.__init__).parameters
-
-
-def transactional_id(query_id: str, partition_id: int) -> str:
-    """The transaction of one task of one query: the same across its attempts and restarts, so a new
-    attempt fences the old one (init_transactions) and its open transaction is aborted."""
-    return f"spark-{query_id}-{partition_id}"
+    # Exactly once: the task's transaction, for the driver to commit; None when the micro-batch had
+    # been committed already and the task wrote nothing.
+    prepared: PreparedTransaction | None = None
 
 
 def sink_columns(schema: StructType, options: SinkOptions) -> Columns:
@@ -94,45 +86,60 @@ def _is_headers(data_type) -> bool:
     return isinstance(inner.get("key"), StringType) and isinstance(inner.get("value"), BinaryType)
 
 
-def refuse_exactly_once_until_supported(options: SinkOptions) -> None:
-    """transactional=true is refused until the sink writes through the transactional producer."""
-    if options.transactional:
-        missing = "has no transactions yet" if not transactions_supported() else "is not wired into the sink yet"
-        raise OptionError(f"transactional=true (exactly once) needs replog's transactional producer, which "
-                          f"{missing}; leave the option out to write at least once")
-
-
 def write_batches(options: SinkOptions, columns: Columns, batches: Iterator) -> WrittenRows:
-    """Produce every row of the Arrow batches and wait until all are acknowledged."""
-    rows = 0
-    pending = {}
+    """Produce every row of the Arrow batches and wait until all are acknowledged (at least once)."""
     with Producer(options.bootstrap, acks=options.acks) as producer:
-        for batch in batches:
-            values = [_as_bytes(v) for v in batch.column("value").to_pylist()]
-            rows += len(values)
-            topics = batch.column("topic").to_pylist() if columns.topic else None
-            if topics is None and not (columns.key or columns.partition or columns.headers):
-                future = producer.send_many(options.topic, values)
-                pending[id(future)] = future
-                continue
-            keys = batch.column("key").to_pylist() if columns.key else None
-            partitions = batch.column("partition").to_pylist() if columns.partition else None
-            headers = batch.column("headers").to_pylist() if columns.headers else None
-            for index, value in enumerate(values):
-                topic = topics[index] if topics is not None else options.topic
-                if topic is None:
-                    raise OptionError(f"row {rows - len(values) + index} has a null topic and no topic option is set")
-                record = producer.send(
-                    topic, value, key=_as_bytes(keys[index]) if keys is not None else None,
-                    headers=[(h["key"], h["value"]) for h in headers[index] or ()] if headers is not None else None,
-                    partition=partitions[index] if partitions is not None else None)
-                pending.setdefault(id(record.batch_future), record.batch_future)
+        rows, pending = send_rows(producer, options, columns, batches)
         producer.flush(FLUSH_TIMEOUT_S)
-    for future in pending.values():
+    for future in pending:
         error = future.exception(FLUSH_TIMEOUT_S)
         if error is not None:
             raise error
     return WrittenRows(rows)
+
+
+def write_batches_exactly_once(options: SinkOptions, columns: Columns, batches: Iterator,
+                               write_id: str | None) -> WrittenRows:
+    """Produce every row in the task's transaction and leave it prepared for the driver to commit, unless
+    the micro-batch was committed already."""
+    rows, prepared = exactly_once.prepare(options.bootstrap, options.transaction_timeout_ms,
+                                          exactly_once.task_write(write_id),
+                                          lambda producer: send_rows(producer, options, columns, batches)[0],
+                                          lambda: _drain(batches))
+    return WrittenRows(rows, prepared)
+
+
+def send_rows(producer: Producer, options: SinkOptions, columns: Columns, batches: Iterator) -> tuple[int, list]:
+    """Send every row of the Arrow batches; returns the row count and the batch futures to wait for."""
+    rows = 0
+    pending = {}
+    for batch in batches:
+        values = [_as_bytes(v) for v in batch.column("value").to_pylist()]
+        rows += len(values)
+        topics = batch.column("topic").to_pylist() if columns.topic else None
+        if topics is None and not (columns.key or columns.partition or columns.headers):
+            future = producer.send_many(options.topic, values)
+            pending[id(future)] = future
+            continue
+        keys = batch.column("key").to_pylist() if columns.key else None
+        partitions = batch.column("partition").to_pylist() if columns.partition else None
+        headers = batch.column("headers").to_pylist() if columns.headers else None
+        for index, value in enumerate(values):
+            topic = topics[index] if topics is not None else options.topic
+            if topic is None:
+                raise OptionError(f"row {rows - len(values) + index} has a null topic and no topic option is set")
+            record = producer.send(
+                topic, value, key=_as_bytes(keys[index]) if keys is not None else None,
+                headers=[(h["key"], h["value"]) for h in headers[index] or ()] if headers is not None else None,
+                partition=partitions[index] if partitions is not None else None)
+            pending.setdefault(id(record.batch_future), record.batch_future)
+    return rows, list(pending.values())
+
+
+def _drain(batches: Iterator) -> None:
+    """Read the task's input to its end without writing it, so Spark's Python worker stays reusable."""
+    for _ in batches:
+        pass
 
 
 def _as_bytes(value) -> bytes | None:
@@ -142,22 +149,64 @@ def _as_bytes(value) -> bytes | None:
 class _ProducingWriter:
     """What the batch and streaming writers share: each task produces its rows."""
 
-    def __init__(self, options: SinkOptions, columns: Columns) -> None:
+    def __init__(self, options: SinkOptions, columns: Columns, write_id: str | None = None) -> None:
         self.options = options
         self.columns = columns
+        self.write_id = write_id
 
     def write(self, iterator: Iterator) -> WrittenRows:
+        if self.options.transactional:
+            return write_batches_exactly_once(self.options, self.columns, iterator, self.write_id)
         return write_batches(self.options, self.columns, iterator)
 
 
 class ReplogBatchWriter(_ProducingWriter, DataSourceArrowWriter):
+    """A batch write. With transactional=true it gets an id of its own when it is planned, shared by its
+    tasks and their attempts: a task tried again never writes its rows twice; a second save() is a new
+    write."""
+
+    def __init__(self, options: SinkOptions, columns: Columns) -> None:
+        super().__init__(options, columns, uuid.uuid4().hex if options.transactional else None)
+
     def commit(self, messages: list) -> None:
-        log.info("wrote %d rows to replog", sum(m.rows for m in messages if m is not None))
+        _end_transactions(self.options, messages, commit=True)
+        log.info("wrote %s to replog", _summary(self.options, messages))
+
+    def abort(self, messages: list) -> None:
+        _end_transactions(self.options, messages, commit=False)
+        log.warning("the write to replog failed; %s", _left_behind(self.options))
 
 
 class ReplogStreamWriter(_ProducingWriter, DataSourceStreamArrowWriter):
+    """A streaming write; with transactional=true each task names its transaction by the query's id (kept
+    across restarts from the checkpoint) and its partition, and marks it with the micro-batch id."""
+
     def commit(self, messages: list, batchId: int) -> None:
-        log.info("micro-batch %d: wrote %d rows to replog", batchId, sum(m.rows for m in messages if m is not None))
+        _end_transactions(self.options, messages, commit=True)
+        log.info("micro-batch %d: wrote %s to replog", batchId, _summary(self.options, messages))
 
     def abort(self, messages: list, batchId: int) -> None:
-        log.warning("micro-batch %d failed; the rows its finished tasks wrote stay (at least once)", batchId)
+        _end_transactions(self.options, messages, commit=False)
+        log.warning("micro-batch %d failed; %s", batchId, _left_behind(self.options))
+
+
+def _end_transactions(options: SinkOptions, messages: list, *, commit: bool) -> None:
+    prepared = [m.prepared for m in messages if m is not None and m.prepared is not None]
+    if prepared:
+        exactly_once.end(options.bootstrap, prepared, commit=commit)
+
+
+def _summary(options: SinkOptions, messages: list) -> str:
+    written = [m for m in messages if m is not None]
+    rows = f"{sum(m.rows for m in written)} rows"
+    if not options.transactional:
+        return rows
+    skipped = sum(1 for m in written if m.prepared is None)
+    committed = f"{rows} in {len(written) - skipped} transactions"
+    return committed if not skipped else f"{committed} ({skipped} tasks found their micro-batch committed already)"
+
+
+def _left_behind(options: SinkOptions) -> str:
+    if options.transactional:
+        return "its tasks' transactions are aborted and none of their rows are visible to read_committed readers"
+    return "the rows its finished tasks wrote stay (at least once)"

@@ -23,6 +23,7 @@ from replog.client.errors import (
     AdminError,
     ClientError,
     ClusterUnreachableError,
+    ProducerFencedError,
     ServerUnsupportedError,
     UnknownTopicError,
 )
@@ -37,6 +38,7 @@ from replog.client.types import (
     GroupListing,
     NewTopic,
     OffsetAndMetadata,
+    PreparedTransaction,
     ProducerDescription,
     TopicDescription,
     TransactionDescription,
@@ -44,6 +46,7 @@ from replog.client.types import (
 )
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
+from replog.core.txn.producer import Reaction, Request, reaction, retried
 
 T = TypeVar("T")
 
@@ -370,13 +373,15 @@ class Admin:
             first.errors = errors
             raise first
 
-    def list_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
-                           ) -> dict[TopicPartition, OffsetAndMetadata]:
+    def list_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None, *,
+                           require_stable: bool = False) -> dict[TopicPartition, OffsetAndMetadata]:
         """The group's committed offsets: of every partition it committed for, or of these (those
-        without a commit are left out)."""
+        without a commit are left out). With `require_stable` (Kafka's requireStable), an offset that an
+        open transaction is committing is waited for until that transaction ends."""
         _check_group_id(group_id)
         partitions = None if partitions is None else [TopicPartition(*tp) for tp in partitions]
-        found = self._io.run(self._coordinators.committed_offsets(group_id, partitions, self._request_timeout_s),
+        found = self._io.run(self._coordinators.committed_offsets(group_id, partitions, self._request_timeout_s,
+                                                                  require_stable),
                              self._request_timeout_s + 5, what="reading committed offsets")
         return {tp: offset for tp, offset in sorted(found.items()) if offset is not None}
 
@@ -487,6 +492,33 @@ class Admin:
                 raise AdminError(f"transactional id {transactional_id!r}: {code.name}: {message}", code)
             described.append(description)
         return described
+
+    def end_transaction(self, prepared: PreparedTransaction, *, commit: bool) -> None:
+        """Commit or abort a transaction that a producer prepared (prepare_transaction()) and left open:
+        EndTxn for its transactional id, producer id and epoch, as that producer would send it, so the
+        decision can be made by another process (a two-phase commit's coordinator). Sent again after
+        a retriable answer; ending one already ended the same way answers as the first time.
+        ProducerFencedError when the transaction is no longer that producer's to end: a newer producer
+        of the id fenced it (and aborted the transaction), or its coordinator aborted it after the
+        transaction timeout."""
+        request = requests.end_txn_request(prepared.transactional_id, prepared.producer_id,
+                                           prepared.producer_epoch, commit)
+        response, _ = self._io.run(
+            self._transactions.call(prepared.transactional_id, "EndTxn", request,
+                                    lambda r: [ErrorCode.of(r.error_code)], self._request_timeout_s,
+                                    passing=retried(Request.END_TXN)),
+            self._request_timeout_s + 5, what=f"ending transactional id {prepared.transactional_id!r}'s transaction")
+        code = ErrorCode.of(response.error_code)
+        outcome = reaction(Request.END_TXN, code)
+        if outcome is Reaction.DONE:
+            return
+        detail = (f"{'committing' if commit else 'aborting'} the transaction of transactional id "
+                  f"{prepared.transactional_id!r} (producer {prepared.producer_id}, epoch {prepared.producer_epoch}) "
+                  f"failed with {code.name}" + (f": {response.error_message}" if response.error_message else ""))
+        if outcome is Reaction.FENCED:
+            raise ProducerFencedError(f"{detail}; a newer producer of the id fenced it, or it timed out, and it "
+                                      "was aborted", code)
+        raise AdminError(detail, code)
 
     def describe_producers(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition,
                                                                                 list[ProducerDescription]]:

@@ -155,12 +155,15 @@ class Coordinators:
         return {tp: results.get(tp, missing) for tp in offsets}
 
     async def committed_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None,
-                                timeout_s: float) -> dict[TopicPartition, OffsetAndMetadata | None]:
+                                timeout_s: float, require_stable: bool = False
+                                ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         """The group's committed offsets of these partitions (None: nothing committed), or of every
-        partition it committed for."""
+        partition it committed for. `require_stable` waits (within timeout_s) while an open transaction
+        commits one of them, so the answer is never an offset that transaction is replacing (KIP-447)."""
         partitions = None if partitions is None else list(partitions)
-        request = offset_fetch_request(group_id, partitions)
-        response, _ = await self.call(group_id, "OffsetFetch", request, _fetch_codes, timeout_s)
+        request = offset_fetch_request(group_id, partitions, require_stable)
+        passing = LOADING | {ErrorCode.UNSTABLE_OFFSET_COMMIT} if require_stable else LOADING
+        response, _ = await self.call(group_id, "OffsetFetch", request, _fetch_codes, timeout_s, passing)
         (code, message), offsets, failed = fetched_offsets(response)
         if code is ErrorCode.NONE and failed:
             tp, (code, message) = next(iter(sorted(failed.items())))

@@ -138,11 +138,13 @@ def commit_results(response: coordinator_pb2.OffsetCommitResponse | coordinator_
             for topic in response.topics for p in topic.partitions}
 
 
-def offset_fetch_request(group_id: str,
-                         partitions: Iterable[TopicPartition] | None) -> coordinator_pb2.OffsetFetchRequest:
-    """Committed offsets of these partitions; None asks for every partition the group has one for."""
+def offset_fetch_request(group_id: str, partitions: Iterable[TopicPartition] | None,
+                         require_stable: bool = False) -> coordinator_pb2.OffsetFetchRequest:
+    """Committed offsets of these partitions; None asks for every partition the group has one for.
+    `require_stable`: an offset an open transaction commits is UNSTABLE_OFFSET_COMMIT, not the older one."""
     return coordinator_pb2.OffsetFetchRequest(group_id=group_id,
-                                              topics=_topic_partitions(partitions) if partitions is not None else [])
+                                              topics=_topic_partitions(partitions) if partitions is not None else [],
+                                              require_stable=require_stable)
 
 
 def fetched_offsets(response: coordinator_pb2.OffsetFetchResponse

@@ -31,7 +31,13 @@ from replog.client.metadata import MetadataManager
 from replog.client.partitioner import StickyPartitioner, partition_for_key
 from replog.client.sender import Sender
 from replog.client.transactions import TransactionManager, group_metadata_of
-from replog.client.types import ConsumerGroupMetadata, OffsetAndMetadata, RecordMetadata, offsets_to_commit
+from replog.client.types import (
+    ConsumerGroupMetadata,
+    OffsetAndMetadata,
+    PreparedTransaction,
+    RecordMetadata,
+    offsets_to_commit,
+)
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.producer import ProducerTxnEvent, ProducerTxnState
 from replog.protocol.compression import Compression
@@ -383,6 +389,18 @@ class Producer:
         remaining_s = max(deadline - time.monotonic(), 0.001)
         self._io.run(txn.end(True, remaining_s), remaining_s + 5, what="commit_transaction()")
 
+    def prepare_transaction(self, timeout: float | None = None) -> PreparedTransaction:
+        """The first phase of a two-phase commit (KIP-939's prepareTransaction): send every record of the
+        transaction and wait for them, then add nothing more. The transaction stays open, also after
+        close(), until commit_transaction() or abort_transaction() here, or Admin.end_transaction() with
+        the returned PreparedTransaction anywhere, ends it (or its coordinator aborts it after
+        transaction_timeout_ms). TransactionAbortableError if a record failed (abort then). Waits up to
+        `timeout` s (max_block_ms by default); after ClientTimeoutError it may be called again."""
+        txn = self._transactional("prepare_transaction()")
+        txn.check_open("prepare_transaction()")
+        self.flush(self._block_s if timeout is None else timeout)
+        return txn.prepared()
+
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Give up the transaction: records not sent yet fail (TransactionAbortedError), those sent are
         waited for, then EndTxn aborts it and read_committed consumers never see any of it. Then a new
@@ -427,7 +445,8 @@ class Producer:
             return
         if self._txn is not None and self._txn.state in (ProducerTxnState.IN_TRANSACTION,
                                                           ProducerTxnState.ABORTABLE_ERROR):
-            # As Kafka's producer does: an open transaction is aborted rather than left to time out.
+            # As Kafka's producer does: an open transaction is aborted rather than left to time out (a
+            # prepared one is not: it waits for whoever holds its PreparedTransaction).
             try:
                 self.abort_transaction(timeout)
             except ClientError as error:

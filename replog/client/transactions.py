@@ -30,7 +30,7 @@ from replog.client.errors import (
     TransactionFatalError,
     TransactionStateError,
 )
-from replog.client.types import ConsumerGroupMetadata, OffsetAndMetadata
+from replog.client.types import ConsumerGroupMetadata, OffsetAndMetadata, PreparedTransaction
 from replog.core.errors import ErrorCode
 from replog.core.producer_state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from replog.core.topic_partition import TopicPartition
@@ -55,6 +55,8 @@ _HINTS = {
     S.INITIALIZING: "init_transactions() has not finished; call it again",
     S.READY: "no transaction is open; call begin_transaction() first",
     S.IN_TRANSACTION: "a transaction is open; commit or abort it first",
+    S.PREPARED: "the transaction is prepared; commit or abort it, or close the producer and leave it to "
+                "whoever holds its PreparedTransaction",
     S.COMMITTING: "the transaction is being committed; call commit_transaction() again to finish it",
     S.ABORTING: "the transaction is being aborted; call abort_transaction() again to finish it",
 }
@@ -108,6 +110,19 @@ class TransactionManager:
         if self.state not in (S.IN_TRANSACTION, S.COMMITTING):
             with self._lock:
                 raise self._refusal(what)
+
+    def prepared(self) -> PreparedTransaction:
+        """IN_TRANSACTION to PREPARED, once every record is acknowledged (the caller flushed): what EndTxn
+        must name to end the transaction from elsewhere."""
+        self.check_open("prepare_transaction()")
+        with self._lock:
+            if not self._started:
+                raise TransactionStateError("prepare_transaction() is refused: the transaction has written "
+                                            "nothing, so there is nothing for anyone to commit")
+        self.move(E.PREPARE, "prepare_transaction()")
+        log.info("transactional id %r: transaction prepared, producer %d epoch %d", self.transactional_id,
+                 self.producer_id, self.producer_epoch)
+        return PreparedTransaction(self.transactional_id, self.producer_id, self.producer_epoch)
 
     def note_partition(self, tp: TopicPartition) -> bool:
         """send() wrote to `tp`: True when it is new to the transaction (the sender must ask for it)."""

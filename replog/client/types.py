@@ -145,6 +145,17 @@ class ConsumerGroupMetadata:
 
 
 @dataclass(frozen=True)
+class PreparedTransaction:
+    """A transaction whose records and offsets are all written and acknowledged, left open for another
+    process to end (Kafka's PreparedTxnState, KIP-939): the producer id and epoch it was written with,
+    which EndTxn must name."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+
+
+@dataclass(frozen=True)
 class TransactionListing:
     """A transactional id as ListTransactions shows it; `state` in Kafka's words (Empty, Ongoing,
     PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Dead)."""

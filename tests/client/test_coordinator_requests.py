@@ -87,6 +87,8 @@ def test_commits_travel_by_topic_with_epoch_and_metadata_and_come_back_per_parti
 
 def test_fetched_offsets_say_none_where_nothing_was_committed():
     assert list(offset_fetch_request("g", None).topics) == []  # every partition with an offset
+    assert not offset_fetch_request("g", None).require_stable
+    assert offset_fetch_request("g", [T0], require_stable=True).require_stable
     response = coordinator_pb2.OffsetFetchResponse(error_code=int(ErrorCode.NONE))
     topic = response.topics.add(topic="t")
     topic.partitions.add(partition=0, error_code=int(ErrorCode.NONE), committed_offset=12, committed_leader_epoch=1,

@@ -42,6 +42,16 @@ def test_an_abortable_error_leaves_only_abort():
     assert run(E.ABORT, E.ENDED, start=state) is S.READY
 
 
+def test_a_prepared_transaction_takes_nothing_more_and_is_ended_by_a_commit_or_an_abort():
+    state = run(E.INIT, E.INITIALIZED, E.BEGIN, E.PREPARE)
+    assert state is S.PREPARED
+    for refused in (E.BEGIN, E.PREPARE, E.INIT, E.ENDED):
+        assert next_state(state, refused) is None
+    assert run(E.COMMIT, E.ENDED, start=state) is S.READY
+    assert run(E.ABORT, E.ENDED, start=state) is S.READY
+    assert next_state(S.READY, E.PREPARE) is None  # nothing open to prepare
+
+
 def test_a_commit_whose_batches_failed_must_be_aborted():
     assert run(E.INIT, E.INITIALIZED, E.BEGIN, E.COMMIT, E.ABORTABLE_ERROR) is S.ABORTABLE_ERROR
 

@@ -142,6 +142,51 @@ def test_offsets_sent_to_a_transaction_are_committed_with_it_and_never_by_an_abo
     assert [r.value for r in sunk] == [b"in-%d" % i for i in range(6)]
 
 
+def test_a_stable_offset_lookup_waits_for_the_transaction_that_commits_it(bootstrap):
+    source = create(bootstrap, "stable-source", 1)
+    create(bootstrap, "stable-sink", 1)
+    with Producer(bootstrap, transactional_id="stable-writer", linger_ms=1) as producer, \
+            Admin(bootstrap, request_timeout_ms=2_000) as admin:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send("stable-sink", b"row", partition=0)
+        producer.send_offsets_to_transaction({source[0]: 5}, "stable-reader")
+        assert admin.list_group_offsets("stable-reader", source) == {}  # the offset before the transaction
+        with pytest.raises(Exception, match="UNSTABLE_OFFSET_COMMIT"):
+            admin.list_group_offsets("stable-reader", source, require_stable=True)
+        producer.commit_transaction()
+        assert admin.list_group_offsets("stable-reader", source, require_stable=True)[source[0]].offset == 5
+
+
+def test_a_prepared_transaction_outlives_its_producer_until_another_process_ends_it(bootstrap):
+    tps = create(bootstrap, "txn-prepared", 1)
+    with Producer(bootstrap, transactional_id="prepared-writer", linger_ms=1) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(3):
+            producer.send("txn-prepared", b"p-%d" % i, partition=0)
+        prepared = producer.prepare_transaction()
+        with pytest.raises(TransactionStateError, match="the transaction is prepared"):
+            producer.send("txn-prepared", b"too late", partition=0)
+    assert read_all(bootstrap, tps, "read_committed", 0) == []  # closed, and still open
+    with Admin(bootstrap) as admin:
+        admin.end_transaction(prepared, commit=True)
+        admin.end_transaction(prepared, commit=True)  # sent again: the same answer
+    assert [r.value for r in read_all(bootstrap, tps, "read_committed", 3)] == [b"p-0", b"p-1", b"p-2"]
+
+    with Producer(bootstrap, transactional_id="prepared-writer", linger_ms=1) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send("txn-prepared", b"fenced", partition=0)
+        prepared = producer.prepare_transaction()
+    with Producer(bootstrap, transactional_id="prepared-writer") as successor:
+        successor.init_transactions()  # fences the prepared transaction's producer and aborts it
+    with Admin(bootstrap) as admin, pytest.raises(ProducerFencedError, match="fenced it"):
+        admin.end_transaction(prepared, commit=True)
+    assert len(read_all(bootstrap, tps, "read_committed", 3)) == 3
+    assert read_all(bootstrap, tps, "read_uncommitted", 4)[-1].value == b"fenced"
+
+
 def test_a_second_producer_with_the_same_transactional_id_fences_the_first(bootstrap):
     tps = create(bootstrap, "txn-fenced", 1)
     first = Producer(bootstrap, transactional_id="fenced-writer", linger_ms=1)

@@ -6,7 +6,6 @@ import time
 import pytest
 
 from replog.client import Producer
-from replog.spark.writer import transactions_supported
 from tests.spark.conftest import create_topic, produce, wait_until
 
 pytestmark = pytest.mark.slow
@@ -142,11 +141,6 @@ def test_a_bad_write_is_refused_before_any_task_starts(spark, bootstrap):
     values = spark.createDataFrame([("x",)], "value string")
     with pytest.raises(Exception, match="a replog topic is append-only"):
         values.write.format("replog").option("bootstrap", bootstrap).option("topic", "orders").mode("overwrite").save()
-
-
-@pytest.mark.skipif(transactions_supported(), reason="the exactly-once write is tested once transactions exist")
-def test_exactly_once_is_refused_until_transactions_exist(spark, bootstrap):
-    values = spark.createDataFrame([("x",)], "value string")
-    with pytest.raises(Exception, match="transactional=true .exactly once. needs replog's transactional producer"):
+    with pytest.raises(Exception, match="transactional=true writes with acks=all"):
         (values.write.format("replog").option("bootstrap", bootstrap).option("topic", "orders")
-         .option("transactional", "true").mode("append").save())
+         .option("transactional", "true").option("acks", "1").mode("append").save())

@@ -88,3 +88,15 @@ def test_sink_options():
         sink_options({**BOOTSTRAP, "acks": "2"})
     with pytest.raises(OptionError, match="unknown option 'subscribe' for writing"):
         sink_options({**BOOTSTRAP, "subscribe": "t"})
+
+
+def test_transactional_sink_options():
+    options = sink_options({**BOOTSTRAP, "topic": "out", "transactional": "true", "transactionTimeoutMs": "120000"})
+    assert (options.transactional, options.acks, options.transaction_timeout_ms) == (True, -1, 120_000)
+    assert sink_options({**BOOTSTRAP, "transactional": "true"}).transaction_timeout_ms == 900_000
+    with pytest.raises(OptionError, match="transactional=true writes with acks=all; leave out acks=1"):
+        sink_options({**BOOTSTRAP, "transactional": "true", "acks": "1"})
+    with pytest.raises(OptionError, match="transactionTimeoutMs only makes sense with transactional=true"):
+        sink_options({**BOOTSTRAP, "transactionTimeoutMs": "1000"})
+    with pytest.raises(OptionError, match="option transactionTimeoutMs must be a positive whole number"):
+        sink_options({**BOOTSTRAP, "transactional": "true", "transactionTimeoutMs": "soon"})

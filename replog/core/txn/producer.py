@@ -8,6 +8,9 @@ and what each answer of a coordinator or leader means to it (Kafka's Transaction
     INITIALIZING       InitProducerId answered                 READY
     READY              begin_transaction()                     IN_TRANSACTION
     IN_TRANSACTION     commit_transaction()                    COMMITTING
+    IN_TRANSACTION     prepare_transaction()                   PREPARED
+    PREPARED           commit_transaction()                    COMMITTING
+    PREPARED           abort_transaction()                     ABORTING
     COMMITTING         commit_transaction() (again, timed out) COMMITTING
     IN_TRANSACTION     abort_transaction()                     ABORTING
     ABORTABLE_ERROR    abort_transaction()                     ABORTING
@@ -27,6 +30,12 @@ partition or offsets the coordinator would not add) leaves only
 abort_transaction(); a fatal one (fenced by a newer producer with the same
 transactional id, a state the coordinator refuses) leaves only close(). While
 aborting, errors of the batches being given up are expected and change nothing.
+
+PREPARED is the first phase of a two-phase commit (Kafka's KIP-939): every
+record and offset of the transaction is written and acknowledged, nothing more
+may be added, and the decision is someone else's to make, with EndTxn for the
+producer id and epoch the transaction was written with; close() leaves it
+open for them.
 """
 
 import enum
@@ -40,6 +49,7 @@ class ProducerTxnState(enum.Enum):
     INITIALIZING = "INITIALIZING"
     READY = "READY"
     IN_TRANSACTION = "IN_TRANSACTION"
+    PREPARED = "PREPARED"
     COMMITTING = "COMMITTING"
     ABORTING = "ABORTING"
     ABORTABLE_ERROR = "ABORTABLE_ERROR"
@@ -55,6 +65,7 @@ class ProducerTxnEvent(enum.Enum):
     INITIALIZED = "InitProducerId answered"
     BEGIN = "begin_transaction()"
     COMMIT = "commit_transaction()"
+    PREPARE = "prepare_transaction()"
     ABORT = "abort_transaction()"
     ENDED = "EndTxn answered"
     ABORTABLE_ERROR = "an abortable error"
@@ -70,6 +81,9 @@ TRANSITIONS: Mapping[tuple[ProducerTxnState, ProducerTxnEvent], ProducerTxnState
     (_S.INITIALIZING, _E.INITIALIZED): _S.READY,
     (_S.READY, _E.BEGIN): _S.IN_TRANSACTION,
     (_S.IN_TRANSACTION, _E.COMMIT): _S.COMMITTING,
+    (_S.IN_TRANSACTION, _E.PREPARE): _S.PREPARED,
+    (_S.PREPARED, _E.COMMIT): _S.COMMITTING,
+    (_S.PREPARED, _E.ABORT): _S.ABORTING,
     (_S.COMMITTING, _E.COMMIT): _S.COMMITTING,
     (_S.IN_TRANSACTION, _E.ABORT): _S.ABORTING,
     (_S.ABORTABLE_ERROR, _E.ABORT): _S.ABORTING,
