@@ -87,20 +87,25 @@ def _lines(axes: Any, panel: dict[str, Any], queries: Sequence[tuple[list[dict[s
     axes.tick_params(labelsize=6)
     unit = _unit(panel)
     drawn = 0
+    entries: tuple[list[Any], list[str]] = ([], [])
     for result, legend in queries:
         for series in result:
             points = [(float(t) - end_s, float(v)) for t, v in series["values"] if v not in ("NaN", "+Inf", "-Inf")]
             if not points:
                 continue
             xs, ys = zip(*points)
-            label = _legend(legend, series["metric"]) if drawn < LEGEND_ENTRIES_MAX else None
-            axes.plot([x / 60 for x in xs], ys, linewidth=1, label=label)
+            (line,) = axes.plot([x / 60 for x in xs], ys, linewidth=1)
+            if drawn < LEGEND_ENTRIES_MAX:
+                # Named here rather than by plot(label=): matplotlib leaves out labels that begin with "_",
+                # as the internal topics' do.
+                entries[0].append(line)
+                entries[1].append(_legend(legend, series["metric"]))
             drawn += 1
     axes.set_xlim((start_s - end_s) / 60, 0)
     axes.set_xlabel("minutes", fontsize=6)
     axes.yaxis.set_major_formatter(lambda value, _: _format(value, unit))
     if drawn:
-        axes.legend(fontsize=5, loc="upper left", frameon=False)
+        axes.legend(*entries, fontsize=5, loc="upper left", frameon=False)
     else:
         axes.text(0.5, 0.5, "no data", ha="center", va="center", transform=axes.transAxes, color="grey")
 
