@@ -25,11 +25,10 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 from typing import Any
 
 import pipeline_ceiling
-from bench_replication import replog, summary
+from bench_replication import dev_cluster, replog, summary
 
 CEILING = "ceiling"
 PRODUCERS = {  # case: the `replog bench produce` flags that make it
@@ -51,17 +50,12 @@ def produce(data_dir: str, record_size: int, records: int, flags: tuple[str, ...
 def run(runs: int, records: dict[int, int]) -> dict[int, dict[str, list[dict[str, Any]]]]:
     """Every case's results per record size, in the order of the runs."""
     results: dict[int, dict[str, list[dict[str, Any]]]] = {size: {} for size in records}
-    with tempfile.TemporaryDirectory(prefix="replog-bench-idempotence-") as scratch:
-        data_dir = f"{scratch}/cluster"
-        replog(data_dir, "dev", "up", "--brokers", "3", "--controllers", "1")
-        try:
-            for _ in range(runs):
-                for size, count in records.items():
-                    results[size].setdefault(CEILING, []).append(pipeline_ceiling.run(size, count))
-                    for case, flags in PRODUCERS.items():
-                        results[size].setdefault(case, []).append(produce(data_dir, size, count, flags))
-        finally:
-            replog(data_dir, "dev", "down")
+    with dev_cluster("replog-bench-idempotence-", controllers=1) as data_dir:
+        for _ in range(runs):
+            for size, count in records.items():
+                results[size].setdefault(CEILING, []).append(pipeline_ceiling.run(size, count))
+                for case, flags in PRODUCERS.items():
+                    results[size].setdefault(case, []).append(produce(data_dir, size, count, flags))
     return results
 
 

@@ -12,12 +12,14 @@ gRPC ceiling at the message size the producer sends, on a stream as the producer
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,6 +41,18 @@ def replog(data_dir: str, *args: str) -> str:
     return result.stdout
 
 
+@contextlib.contextmanager
+def dev_cluster(prefix: str, controllers: int = 2) -> Iterator[str]:
+    """A `replog dev` cluster of 3 brokers in a temporary directory, for the block's length; its data dir."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+        data_dir = os.path.join(scratch, "cluster")
+        replog(data_dir, "dev", "up", "--brokers", "3", "--controllers", str(controllers))
+        try:
+            yield data_dir
+        finally:
+            replog(data_dir, "dev", "down")
+
+
 def grpc_ceiling(size: int) -> dict[str, Any]:
     out = subprocess.run([sys.executable, os.path.join(HERE, "bench_grpc_echo.py"), "--sizes", str(size),
                           "--modes", "stream", "--runs", "1", "--seconds", "2", "--json"],
@@ -53,24 +67,19 @@ def summary(values: list[float]) -> dict[str, float]:
 
 def run(runs: int, records: int, e2e_rate: int, e2e_records: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="replog-bench-") as scratch:
-        data_dir = os.path.join(scratch, "cluster")
-        replog(data_dir, "dev", "up", "--brokers", "3", "--controllers", "2")
-        try:
-            for _ in range(runs):
-                for kind, size, acks in CASES:
-                    line = json.loads(replog(data_dir, "bench", kind, "--records", str(records),
-                                             "--record-size", str(size), "--acks", acks, "--partitions", "6",
-                                             "--replication-factor", "3", "--json"))
-                    results.setdefault(f"{kind} {size}B acks={acks}", []).append(line)
-                    ceiling = grpc_ceiling(PRODUCER_REQUEST_BYTES)
-                    results.setdefault("grpc ceiling 1MiB", []).append(ceiling)
-                line = json.loads(replog(data_dir, "bench", "e2e", "--records", str(e2e_records), "--rate",
-                                         str(e2e_rate), "--record-size", "100", "--acks", "all",
-                                         "--partitions", "6", "--replication-factor", "3", "--json"))
-                results.setdefault(f"e2e 100B acks=all at {e2e_rate}/s", []).append(line)
-        finally:
-            replog(data_dir, "dev", "down")
+    with dev_cluster("replog-bench-") as data_dir:
+        for _ in range(runs):
+            for kind, size, acks in CASES:
+                line = json.loads(replog(data_dir, "bench", kind, "--records", str(records),
+                                         "--record-size", str(size), "--acks", acks, "--partitions", "6",
+                                         "--replication-factor", "3", "--json"))
+                results.setdefault(f"{kind} {size}B acks={acks}", []).append(line)
+                ceiling = grpc_ceiling(PRODUCER_REQUEST_BYTES)
+                results.setdefault("grpc ceiling 1MiB", []).append(ceiling)
+            line = json.loads(replog(data_dir, "bench", "e2e", "--records", str(e2e_records), "--rate",
+                                     str(e2e_rate), "--record-size", "100", "--acks", "all",
+                                     "--partitions", "6", "--replication-factor", "3", "--json"))
+            results.setdefault(f"e2e 100B acks=all at {e2e_rate}/s", []).append(line)
     return results
 
 
