@@ -4,7 +4,6 @@ Prometheus /metrics, and a graceful stop on SIGTERM (logging: `replog.rpc.logs`)
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import signal
 import time
@@ -17,6 +16,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from replog.config import Config, HostPort
+from replog.rpc.heap import freeze_heap
 
 log = logging.getLogger(__name__)
 
@@ -92,14 +92,6 @@ def start_metrics_endpoint(host: str, port: int) -> int:
     return server.server_port
 
 
-def freeze_startup_heap() -> None:
-    """Keep what start-up built (modules, generated protos, grpc, the recovered logs) out of every later
-    garbage collection. A full collection walks every tracked object while the loop waits: on a broker
-    that stalled every request for 12–30 ms, twice or more a minute under load (docs/BENCHMARKS.md)."""
-    gc.collect()
-    gc.freeze()
-
-
 async def serve(name: str, service: Service, listener: HostPort, config: Config) -> None:
     """Run one service until SIGTERM or SIGINT, then stop it gracefully."""
     server = grpc.aio.server(
@@ -146,7 +138,7 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
             starter.result()  # a failed start ends the process with its own message
             await _mark(health_servicer, names, health_pb2.HealthCheckResponse.SERVING)
             log.info("%s is SERVING", name)
-            freeze_startup_heap()
+            freeze_heap()
             await stopping.wait()
         else:
             starter.cancel()
