@@ -98,24 +98,19 @@ def runs_and_sizes(description: str, records_100b: int, records_1kb: int) -> tup
 
 def run(runs: int, records: int, e2e_rate: int, e2e_records: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="replog-bench-") as scratch:
-        data_dir = os.path.join(scratch, "cluster")
-        replog(data_dir, "dev", "up", "--brokers", "3", "--controllers", "2")
-        try:
-            for _ in range(runs):
-                for kind, size, acks in CASES:
-                    line = json.loads(replog(data_dir, "bench", kind, "--records", str(records),
-                                             "--record-size", str(size), "--acks", acks, "--partitions", "6",
-                                             "--replication-factor", "3", "--json"))
-                    results.setdefault(f"{kind} {size}B acks={acks}", []).append(line)
-                    ceiling = grpc_ceiling(PRODUCER_REQUEST_BYTES)
-                    results.setdefault("grpc ceiling 1MiB", []).append(ceiling)
-                line = json.loads(replog(data_dir, "bench", "e2e", "--records", str(e2e_records), "--rate",
-                                         str(e2e_rate), "--record-size", "100", "--acks", "all",
-                                         "--partitions", "6", "--replication-factor", "3", "--json"))
-                results.setdefault(f"e2e 100B acks=all at {e2e_rate}/s", []).append(line)
-        finally:
-            replog(data_dir, "dev", "down")
+    with dev_cluster("replog-bench-", controllers=2) as data_dir:
+        for _ in range(runs):
+            for kind, size, acks in CASES:
+                line = json.loads(replog(data_dir, "bench", kind, "--records", str(records),
+                                         "--record-size", str(size), "--acks", acks, "--partitions", "6",
+                                         "--replication-factor", "3", "--json"))
+                results.setdefault(f"{kind} {size}B acks={acks}", []).append(line)
+                ceiling = grpc_ceiling(PRODUCER_REQUEST_BYTES)
+                results.setdefault("grpc ceiling 1MiB", []).append(ceiling)
+            line = json.loads(replog(data_dir, "bench", "e2e", "--records", str(e2e_records), "--rate",
+                                     str(e2e_rate), "--record-size", "100", "--acks", "all",
+                                     "--partitions", "6", "--replication-factor", "3", "--json"))
+            results.setdefault(f"e2e 100B acks=all at {e2e_rate}/s", []).append(line)
     return results
 
 

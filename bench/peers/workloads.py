@@ -33,6 +33,7 @@ from typing import Any
 
 from replog.cli import bench as replog_bench
 from replog.client import Admin, NewTopic
+from replog.rpc.heap import freeze_heap
 
 CHUNK_RECORDS = replog_bench.CHUNK_RECORDS
 SCHEDULE = replog_bench.SCHEDULE
@@ -158,6 +159,7 @@ async def _nats_e2e(js, subject: str, records: int, record_size: int, rate: floa
 
     subscription = await js.subscribe(subject, ordered_consumer=True, cb=arrived,
                                       pending_msgs_limit=PENDING_MESSAGES_MAX)
+    freeze_heap()  # as replog's e2e does: the figures are the systems', not the client's collections
     started_ns = time.perf_counter_ns()
     interval_ns = 1e9 / rate
     futures = []

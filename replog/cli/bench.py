@@ -19,6 +19,7 @@ from replog.cli.bench_failover import bench_failover
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
 from replog.cli.percentiles import percentiles_ms
 from replog.client import Admin, ClientError, Consumer, NewTopic, Producer, TopicPartition
+from replog.rpc.heap import freeze_heap
 
 MiB = 1 << 20
 CHUNK_RECORDS = 10_000  # records per send_many call when no --rate paces them
@@ -192,8 +193,10 @@ def bench_e2e(bootstrap: str, topic: str, args: argparse.Namespace) -> dict[str,
     """The consumer here, the producer in a process of its own, as separate applications would run.
 
     Both first exchange one record per partition (connections open, the
-    consumer's fetches parked at each leader), then the producer sends on a
-    schedule that starts a moment later; only the scheduled records count.
+    consumer's fetches parked at each leader) and keep what they built so far
+    out of later garbage collections, as the brokers do (`freeze_heap`), then
+    the producer sends on a schedule that starts a moment later; only the
+    scheduled records count.
     """
     latencies: list[int] = []
     context = multiprocessing.get_context("spawn")
@@ -210,6 +213,7 @@ def bench_e2e(bootstrap: str, topic: str, args: argparse.Namespace) -> dict[str,
         try:
             _expect(to_producer, "warmed", producer)
             _consume_until(consumer, args.partitions, lambda records: len(records))
+            freeze_heap()  # the figures are replog's, not this process's garbage collections
             started_ns = time.perf_counter_ns() + E2E_START_DELAY_NS
             to_producer.send(("start", started_ns))
 
@@ -263,6 +267,7 @@ def _e2e_producer(bootstrap: str, topic: str, options: dict[str, Any], partition
             warm_up = [producer.send_many(topic, [SCHEDULE.pack(0) + padding], partition=p) for p in range(partitions)]
             producer.flush()
             _raise_first_failure(warm_up)
+            freeze_heap()
             connection.send(("warmed",))
             _, started_ns = connection.recv()
             while time.perf_counter_ns() < started_ns:

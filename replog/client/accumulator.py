@@ -20,6 +20,16 @@ and then they go again in sequence order (the leader answers a batch it
 already has with its first offsets, and refuses one after a gap). While a
 batch is in flight its partition's open batch keeps filling, so batches grow
 to what one round trip's worth of records is, up to batch_size.
+
+Only full batches (and every batch on flush() or close()) join a partition's
+batches in flight; one that is not full waits for them, as Nagle's algorithm
+holds a small segment back while data is unacknowledged. Every request costs
+each hop of an acks=all write a message (the leader's append, a fetch answer
+to each follower, their next fetches, the consumers' answers), so a steady
+producer that sent each millisecond's few records as a batch of its own would
+multiply that work without moving the records sooner once the brokers'
+CPU is the bottleneck; held back, the next batch carries what arrived during
+the round trip, and five full batches still stream at once.
 """
 
 from __future__ import annotations
@@ -68,6 +78,9 @@ def record_size_bytes(key: bytes | None, value: bytes | None, headers: tuple = (
         body += _varint_size(raw) + raw
         body += 1 if header_value is None else _varint_size(len(header_value)) + len(header_value)
     return _varint_size(body) + body
+
+
+SMALLEST_RECORD_BYTES = record_size_bytes(None, None)  # what a batch must have room for to take one more
 
 
 class ProducerBatch:
@@ -242,7 +255,7 @@ class RecordAccumulator:
         next_ready_ms = INFINITE_MS
         with self._lock:
             for tp, queue in self._queues.items():
-                if not queue or not self._can_send(tp):
+                if not queue or not self._can_send(tp, queue):
                     continue
                 leader = metadata.leader_of(tp)
                 if leader < 0:
@@ -282,7 +295,7 @@ class RecordAccumulator:
                 partitions = partitions[self._drain_start:] + partitions[: self._drain_start]
             for tp in partitions:
                 queue = self._queues[tp]
-                if not queue or not self._can_send(tp):
+                if not queue or not self._can_send(tp, queue):
                     continue
                 leader = metadata.leader_of(tp)
                 if leader not in leaders:
@@ -373,11 +386,16 @@ class RecordAccumulator:
             self._generation += 1
             self._next_sequence.clear()
 
-    def _can_send(self, tp: TopicPartition) -> bool:
+    def _can_send(self, tp: TopicPartition, queue: deque[ProducerBatch]) -> bool:
         if self.open_to is not None and tp not in self.open_to:
             return False
         flying = self._in_flight.get(tp)
-        return not flying or (tp not in self._retrying and len(flying) < self._in_flight_max)
+        if not flying:
+            return True
+        if tp in self._retrying or len(flying) >= self._in_flight_max:
+            return False
+        return (len(queue) > 1 or queue[0].size_bytes + SMALLEST_RECORD_BYTES > self._batch_size
+                or self._flushing > 0 or self._closing)
 
     def _settle_in_flight(self, batch: ProducerBatch) -> None:
         flying = self._in_flight.get(batch.tp)

@@ -18,6 +18,7 @@ from grpc_reflection.v1alpha import reflection
 from replog.config import Config, HostPort
 from replog.core.errors import ErrorCode
 from replog.rpc import status
+from replog.rpc.heap import freeze_heap
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +148,7 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
             starter.result()  # a failed start ends the process with its own message
             await _mark(health_servicer, names, health_pb2.HealthCheckResponse.SERVING)
             log.info("%s is SERVING", name)
+            freeze_heap()
             await stopping.wait()
         else:
             starter.cancel()

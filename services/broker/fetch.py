@@ -25,7 +25,7 @@ from replog.broker import metrics
 from replog.broker.partitions import Partitions, now_ms
 from replog.core.errors import ErrorCode
 from replog.core.fetch_session import EPOCH_MAX, FetchSessionCache, SessionStart
-from replog.core.messages import FetchPlan, FetchRequest
+from replog.core.messages import CONSUMER_REPLICA_ID, FetchPlan, FetchRequest
 from replog.core.partition_driver import PartitionDriver
 from replog.core.topic_partition import TopicPartition
 from replog.rpc.broker_convert import (
@@ -84,6 +84,7 @@ async def handle_fetch(partitions: Partitions, sessions: FetchSessionCache, requ
     deadline = time.monotonic() + min(max(request.max_wait_ms, 0), FETCH_WAIT_MS_MAX) / 1000
     now = now_ms()
     plans = [_plan(partitions, key, fetch, now) for key, fetch in asked.items()]
+    held_s = time.perf_counter()
     for _ in range(FETCH_WAKEUPS_MAX):
         remaining_s = deadline - time.monotonic()
         if remaining_s <= 0 or any(not p.plan.quiet for p in plans):
@@ -92,6 +93,8 @@ async def handle_fetch(partitions: Partitions, sessions: FetchSessionCache, requ
         # Only a partition that moved can plan differently: the others keep their plan.
         now = now_ms()
         plans = [p if p.driver is None or p.driver.changes == p.changes else _replan(p, now) for p in plans]
+    fetcher = "FetchConsumer" if request.replica_id == CONSUMER_REPLICA_ID else "FetchFollower"
+    metrics.REMOTE_TIME.labels(fetcher).observe(time.perf_counter() - held_s)
     return _respond(request, plans, start, response)
 
 

@@ -22,6 +22,13 @@ PRODUCE_PURGATORY = prometheus_client.Gauge(
     "replog_produce_purgatory_size", "Produce requests waiting for acks=all replication.")
 FETCH_PURGATORY = prometheus_client.Gauge(
     "replog_fetch_purgatory_size", "Fetch requests waiting (long-poll) for data.")
+# Kafka's RemoteTimeMs: how long a request waited on other brokers or clients rather than on this one.
+REMOTE_TIME = prometheus_client.Histogram(
+    "replog_request_remote_time_seconds",
+    "Time a request waited after it was handled here: Produce for its partitions' answers (acks=all: for the "
+    "followers to fetch its batches), FetchFollower and FetchConsumer in their long poll.",
+    ["rpc"],
+    buckets=(0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30))
 FETCH_SESSIONS = prometheus_client.Gauge(
     "replog_fetch_sessions", "KIP-227 fetch sessions this broker keeps for its followers.")
 LOG_SIZE = prometheus_client.Gauge("replog_log_size_bytes", "Size of a partition's log on disk.",

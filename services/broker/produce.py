@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, replace
 
 from replog.api.broker.v1 import broker_pb2
@@ -44,6 +45,7 @@ class PendingProduce:
 
     response: broker_pb2.ProduceResponse
     waits: list[tuple[broker_pb2.ProducePartitionResponse, asyncio.Future[CompleteProduce]]]
+    appended_s: float  # perf_counter when every partition was handed to its driver
 
 
 async def handle_produce(partitions: Partitions, request: broker_pb2.ProduceRequest) -> broker_pb2.ProduceResponse:
@@ -74,7 +76,7 @@ def append_produce(partitions: Partitions, request: broker_pb2.ProduceRequest,
                              request, result, now)
             if waiter is not None:
                 waits.append((result, waiter))
-    return PendingProduce(response, waits)
+    return PendingProduce(response, waits, time.perf_counter())
 
 
 async def answer_produce(pending: PendingProduce) -> broker_pb2.ProduceResponse:
@@ -82,6 +84,8 @@ async def answer_produce(pending: PendingProduce) -> broker_pb2.ProduceResponse:
     for result, waiter in pending.waits:
         completion = await asyncio.shield(waiter)
         fill_produce_partition(result, completion.error, base_offset=completion.base_offset)
+    if pending.waits:
+        metrics.REMOTE_TIME.labels("Produce").observe(time.perf_counter() - pending.appended_s)
     return pending.response
 
 

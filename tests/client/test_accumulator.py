@@ -271,6 +271,24 @@ def test_an_idempotent_partition_has_up_to_five_batches_in_flight_numbered_in_or
     assert batches[5].base_sequence == 10
 
 
+def test_a_batch_that_is_not_full_waits_for_its_partition_s_batches_in_flight_unless_flushed():
+    acc = idempotent()
+    first = fill(acc, T0, 1)[0]
+    second = add(acc, T0)[0]
+    assert acc.drain(CLUSTER, {1}, MiB, 10.0)[1] == [first]
+    assert acc.ready(CLUSTER, 10.0).leaders == frozenset(), "one record, and a batch in flight: it waits"
+    assert acc.drain(CLUSTER, {1}, MiB, 10.0) == {}
+    pending = acc.begin_flush()
+    assert second.result in pending
+    assert acc.drain(CLUSTER, {1}, MiB, 10.0)[1] == [second], "flush() sends it behind the first"
+    acc.end_flush()
+    third = add(acc, T0)[0]
+    acc.complete(first)
+    acc.complete(second)
+    assert acc.drain(CLUSTER, {1}, MiB, 10.0)[1] == [third], "with nothing in flight it leaves at once"
+    assert [b.base_sequence for b in (first, second, third)] == [0, 2, 3]
+
+
 def test_a_batch_back_for_a_retry_holds_its_partition_until_the_others_in_flight_are_back():
     acc = idempotent()
     first, second, third = fill(acc, T0, 3)
