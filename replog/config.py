@@ -238,7 +238,35 @@ ZOOKEEPER_SETTINGS = (
             "how long to wait for the first ZooKeeper connection in ms"),
 )
 
+# TLS and who may do what (docs/SECURITY.md). The same files serve this process's listeners
+# (gRPC and /metrics) and identify it to the other services it calls.
+SECURITY_SETTINGS = (
+    Setting("ssl.certfile", string, "",
+            "PEM certificate chain this service presents, to its clients and to the services it calls; "
+            "empty: plaintext listeners"),
+    Setting("ssl.keyfile", string, "", "PEM private key of ssl.certfile"),
+    Setting("ssl.cafile", string, "",
+            "PEM CA certificates the certificates of peers must chain to (clients' ones under ssl.client.auth)"),
+    Setting("ssl.client.auth", one_of("none", "requested", "required"), "none",
+            "whether clients must present a certificate: required (mTLS), requested (the /metrics port "
+            "only: asked for, checked when given) or none"),
+    Setting("ssl.principal.mapping.rules", string, "DEFAULT",
+            "how a client certificate's subject becomes a principal name: comma-separated "
+            "RULE:pattern/replacement/[LU] rules then DEFAULT (the whole subject), as Kafka's"),
+    Setting("token.hmac.secret.file", string, "",
+            "a file holding the shared secret that signs bearer tokens (HS256); empty: no such tokens"),
+    Setting("token.public.key.file", string, "",
+            "a PEM public key that verifies bearer tokens (RS256 or ES256); empty: no such tokens"),
+    Setting("authorizer.class.name", one_of("", "AclAuthorizer"), "",
+            "AclAuthorizer checks every request against the ACLs in ZooKeeper; empty: everything is allowed"),
+    Setting("super.users", string, "",
+            "principals allowed everything, separated by semicolons: User:broker;User:admin"),
+    Setting("allow.everyone.if.no.acl.found", boolean, False,
+            "allow a request on a resource that no ACL matches (else only super users may)"),
+)
+
 SERVER_SETTINGS = (
+    *SECURITY_SETTINGS,
     Setting("metrics.port", integer(0, 65535), 0,
             "port of the Prometheus /metrics HTTP endpoint (0 picks a free port)"),
     Setting("socket.request.max.bytes", integer(1024, 2**31 - 1), 104_857_600,

@@ -25,6 +25,7 @@ from replog.client.sender import Sender
 from replog.client.types import RecordMetadata
 from replog.core.topic_partition import TopicPartition
 from replog.protocol.compression import Compression
+from replog.rpc.channels import ClientSecurity
 
 
 class RecordFuture:
@@ -139,6 +140,7 @@ class Producer:
         max_request_size: int = 16 << 20,
         max_block_ms: int = 60_000,
         enable_idempotence: bool | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
         acks_value = parse_acks(acks)
         if enable_idempotence is None:
@@ -170,7 +172,7 @@ class Producer:
         self._block_s = max_block_ms / 1000
         self._closed = False
         self._io = IoThread("replog-producer-io")
-        self._channels = Channels()
+        self._channels = Channels(security)
         self._metadata = MetadataManager(
             addresses, self._channels,
             request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import threading
 import time
+import wsgiref.simple_server
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
@@ -16,6 +18,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from replog.config import Config, HostPort
+from replog.security.tls import ServerTls, grpc_server_credentials, metrics_ssl_context
 
 log = logging.getLogger(__name__)
 
@@ -85,10 +88,25 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
     ]
 
 
-def start_metrics_endpoint(host: str, port: int) -> int:
-    """Serve /metrics in a background thread; returns the bound port."""
-    server, _ = prometheus_client.start_http_server(port, addr=host)
-    return server.server_port
+def start_metrics_endpoint(host: str, port: int, tls: ServerTls | None = None) -> int:
+    """Serve /metrics (HTTPS under `tls`) in a background thread; returns the bound port."""
+    if tls is None:
+        server, _ = prometheus_client.start_http_server(port, addr=host)
+        return server.server_port
+    httpd = wsgiref.simple_server.make_server(host, port, prometheus_client.make_wsgi_app(),
+                                              prometheus_client.exposition.ThreadingWSGIServer,
+                                              handler_class=_QuietHandler)
+    # The handshake happens in the request's own thread: a client that stalls it holds only that one.
+    httpd.socket = metrics_ssl_context(tls).wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
+    threading.Thread(target=httpd.serve_forever, name="metrics", daemon=True).start()
+    return httpd.server_port
+
+
+class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
+    """Scrapes are not worth a log line each."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
 
 async def serve(name: str, service: Service, listener: HostPort, config: Config) -> None:
@@ -108,15 +126,17 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
         server,
     )
     address = f"{listener.host}:{listener.port}"
+    tls = ServerTls.from_config(config)
     try:
-        bound = server.add_insecure_port(address)
+        bound = server.add_secure_port(address, grpc_server_credentials(tls)) if tls else server.add_insecure_port(address)
     except RuntimeError:
         bound = 0
     if bound == 0:
         raise SystemExit(f"{name}: cannot listen on {address}: the port is in use or the address is not local.")
-    metrics_port = start_metrics_endpoint(listener.host, config["metrics.port"])
+    metrics_port = start_metrics_endpoint(listener.host, config["metrics.port"], tls)
     await server.start()
-    log.info("%s listening on %s:%d, metrics on port %d", name, listener.host, bound, metrics_port)
+    log.info("%s listening on %s:%d (%s), metrics on port %d", name, listener.host, bound,
+             f"TLS, client certificates {tls.client_auth}" if tls else "plaintext", metrics_port)
 
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()

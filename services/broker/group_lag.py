@@ -22,6 +22,7 @@ from replog.broker.group_coordinator import GroupCoordinators
 from replog.broker.partitions import Partitions
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
+from replog.rpc import channels
 from replog.rpc.broker_convert import latest_offsets_request
 from replog.rpc.server import channel_options
 
@@ -97,7 +98,7 @@ class GroupLagReporter:
     async def _ask(self, address: str, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = grpc.aio.insecure_channel(address, options=self._options)
+            channel = self._channels[address] = channels.aio_channel(address, self._options)
         try:
             response = await broker_pb2_grpc.BrokerServiceStub(channel).ListOffsets(
                 latest_offsets_request(partitions), timeout=LIST_OFFSETS_TIMEOUT_S)

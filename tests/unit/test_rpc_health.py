@@ -10,7 +10,7 @@ import time
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from replog.config import Config, HostPort
+from replog.config import SERVER_SETTINGS, Config, HostPort
 from replog.dev.processes import free_port
 from replog.rpc.server import serve
 
@@ -64,7 +64,8 @@ def test_health_says_serving_only_between_a_finished_start_and_the_stop():
         listener = HostPort("127.0.0.1", free_port("127.0.0.1"))
         service = Starting()
         service.address = str(listener)
-        config = Config({"socket.request.max.bytes": 1 << 20, "metrics.port": 0, "shutdown.grace.ms": 1000}, {})
+        defaults = {setting.name: setting.default for setting in SERVER_SETTINGS}
+        config = Config({**defaults, "socket.request.max.bytes": 1 << 20, "shutdown.grace.ms": 1000}, {})
         running = asyncio.create_task(serve("test", service, listener, config))
         await until(service.address, ["NOT_SERVING", "NOT_SERVING"])
         service.may_finish_start.set()
