@@ -64,7 +64,8 @@ def user_message(error: ClientError) -> str:
     """The error as the one sentence a user sees, with what to do where that is clear."""
     if isinstance(error, UnknownTopicError):
         return (f"{error}; create it with `replog topics create {error.topic} --partitions N "
-                "--replication-factor R`, or see `replog topics list`")
+                "--replication-factor R`, or see `replog topics list` (under an authorizer, the topics "
+                "you may Describe)")
     if isinstance(error, ClusterUnreachableError):
         return (f"{error}; is the cluster running? (`replog dev status` shows a local one); if it serves TLS, "
                 "give --command-config with ssl.cafile, and ssl.certfile and ssl.keyfile where client "

@@ -7,7 +7,20 @@ import os
 import sys
 from collections.abc import Sequence
 
-from replog.cli import bench, configs, consume, dev, groups, k8s, leader_election, produce, reassign, topics
+from replog.cli import (
+    acls,
+    bench,
+    configs,
+    consume,
+    dev,
+    groups,
+    k8s,
+    leader_election,
+    produce,
+    reassign,
+    tokens,
+    topics,
+)
 from replog.cli.bootstrap import user_message
 from replog.client.errors import ClientError
 
@@ -28,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     groups.add_commands(commands)
     bench.add_commands(commands)
     k8s.add_commands(commands)
+    acls.add_commands(commands)
+    tokens.add_commands(commands)
     return parser
 
 
@@ -36,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
-    except dev.USER_ERRORS as error:
+    except (*dev.USER_ERRORS, acls.AclsError, tokens.TokensError) as error:
         print(f"replog: {error}", file=sys.stderr)
         return 1
     except ClientError as error:

@@ -18,6 +18,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from replog.config import Config, HostPort
+from replog.security.authenticate import Authenticator
+from replog.security.authorizer import Authorizer
+from replog.security.interceptor import SecurityInterceptor
 from replog.security.tls import ServerTls, grpc_server_credentials, metrics_ssl_context
 
 log = logging.getLogger(__name__)
@@ -111,10 +114,12 @@ class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
 
 async def serve(name: str, service: Service, listener: HostPort, config: Config) -> None:
     """Run one service until SIGTERM or SIGINT, then stop it gracefully."""
-    server = grpc.aio.server(
-        interceptors=[_MetricsInterceptor()],
-        options=channel_options(config["socket.request.max.bytes"]),
-    )
+    authenticator = Authenticator.from_config(config)
+    authorizer = Authorizer.from_config(config)
+    interceptors: list[grpc.aio.ServerInterceptor] = [_MetricsInterceptor()]
+    if authorizer is not None or config["token.hmac.secret.file"] or config["token.public.key.file"]:
+        interceptors.append(SecurityInterceptor(authenticator, authorizer))
+    server = grpc.aio.server(interceptors=interceptors, options=channel_options(config["socket.request.max.bytes"]))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = list(service.add_to_server(server))
@@ -128,12 +133,17 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
     address = f"{listener.host}:{listener.port}"
     tls = ServerTls.from_config(config)
     try:
-        bound = server.add_secure_port(address, grpc_server_credentials(tls)) if tls else server.add_insecure_port(address)
+        if tls is not None:
+            bound = server.add_secure_port(address, grpc_server_credentials(tls))
+        else:
+            bound = server.add_insecure_port(address)
     except RuntimeError:
         bound = 0
     if bound == 0:
         raise SystemExit(f"{name}: cannot listen on {address}: the port is in use or the address is not local.")
     metrics_port = start_metrics_endpoint(listener.host, config["metrics.port"], tls)
+    if authorizer is not None:  # the ACLs are in before the first request
+        await authorizer.start(config["zookeeper.connection.timeout.ms"] / 1000, config["zookeeper.connect"])
     await server.start()
     log.info("%s listening on %s:%d (%s), metrics on port %d", name, listener.host, bound,
              f"TLS, client certificates {tls.client_auth}" if tls else "plaintext", metrics_port)
@@ -166,6 +176,8 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
     finally:
         stopper.cancel()
         await server.stop(config["shutdown.grace.ms"] / 1000)
+        if authorizer is not None:
+            await authorizer.stop()
     log.info("%s stopped", name)
 
 

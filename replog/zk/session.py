@@ -21,6 +21,31 @@ from replog.zk import metrics, paths
 from replog.zk.errors import StoreError
 
 
+def new_client(connect: str, session_timeout_s: float) -> KazooClient:
+    """A kazoo client as every replog process makes them: it retries a lost connection forever
+    (a process keeps trying to reach ZooKeeper rather than dying; expiry is reported apart)."""
+    return KazooClient(
+        hosts=connect,
+        timeout=session_timeout_s,
+        connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
+        command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
+    )
+
+
+def ensure_chroot(connect: str, session_timeout_s: float, connection_timeout_s: float) -> None:
+    """Create the chroot of `zookeeper.connect` (host:port/chroot) if missing, as Kafka does."""
+    hosts, _, chroot = connect.partition("/")
+    if not chroot.strip("/"):
+        return
+    root = KazooClient(hosts=hosts, timeout=session_timeout_s)
+    root.start(connection_timeout_s)
+    try:
+        root.ensure_path("/" + chroot.strip("/"))
+    finally:
+        root.stop()
+        root.close()
+
+
 class ZkSession:
     """A kazoo client used from one asyncio loop, and the events of its session."""
 
@@ -30,13 +55,7 @@ class ZkSession:
         self._connection_timeout_s = connection_timeout_ms / 1000
         # Retry forever on connection loss: a process keeps trying to reach ZooKeeper
         # rather than dying; session expiry is reported separately.
-        retry = KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0)
-        self.client = KazooClient(
-            hosts=connect,
-            timeout=self._session_timeout_s,
-            connection_retry=retry,
-            command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
-        )
+        self.client = new_client(connect, self._session_timeout_s)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session_lost_handlers: list[Callable[[], None]] = []
         self._session_restored_handlers: list[Callable[[], None]] = []
@@ -68,17 +87,7 @@ class ZkSession:
         await asyncio.to_thread(self.client.close)
 
     def _ensure_chroot(self) -> None:
-        """Create the chroot of `zookeeper.connect` (host:port/chroot) if missing, as Kafka does."""
-        hosts, _, chroot = self._connect.partition("/")
-        if not chroot.strip("/"):
-            return
-        root = KazooClient(hosts=hosts, timeout=self._session_timeout_s)
-        root.start(self._connection_timeout_s)
-        try:
-            root.ensure_path("/" + chroot.strip("/"))
-        finally:
-            root.stop()
-            root.close()
+        ensure_chroot(self._connect, self._session_timeout_s, self._connection_timeout_s)
 
     @property
     def session_id(self) -> int | None:

@@ -1,6 +1,7 @@
-"""A `replog dev up --tls` cluster: every listener TLS with client certificates required, the
-members reaching each other with their own certificates, and clients let in only with a
-certificate of the cluster's CA that is valid now."""
+"""A `replog dev up --tls --authorizer` cluster: every listener TLS with client certificates
+required, the members reaching each other with their own certificates, clients let in only with a
+certificate of the cluster's CA that is valid now; then each operation allowed by exactly its ACL,
+changed with `replog acls` while the cluster runs."""
 
 import datetime
 import os
@@ -16,10 +17,21 @@ from tests.integration.cluster import REPLOG, LocalCluster, wait_for
 pytestmark = pytest.mark.slow
 
 
+SECRET = b"a shared secret of at least thirty-two bytes"
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def secret_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("token") / "secret"
+    path.write_bytes(SECRET)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, secret_file):
     local = LocalCluster(str(tmp_path_factory.mktemp("secure") / "data"))
-    local.up("--brokers", "2", "--controllers", "1", "--tls")
+    local.up("--brokers", "2", "--controllers", "1", "--tls", "--authorizer",
+             "--config", f"token.hmac.secret.file={secret_file}")
     yield local
     local.down()
 
@@ -94,3 +106,131 @@ def test_metrics_are_served_over_https_to_certificate_holders(cluster, tls, cert
     assert wait_for(lambda: scrape_metric(address, "replog_tls_certificate_expiry_timestamp_seconds", security=alice),
                     10, "the broker's metrics over HTTPS") > 0
     assert scrape_metric(address, "process_cpu_seconds_total") is None
+
+
+# -- ACLs ------------------------------------------------------------------------------------
+
+ACL_WAIT_S = 10.0
+
+
+@pytest.fixture(scope="module")
+def alice(tls, certificates, tmp_path_factory):
+    return client_properties(tmp_path_factory.mktemp("alice") / "client.properties", tls["cafile"],
+                             certificates["alice"])
+
+
+def acls(cluster, *args):
+    result = run(cluster, "acls", *args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def until_allowed(attempt, what):
+    """Retry `attempt` (a finished process) until it succeeds: ACLs reach every service within seconds."""
+    return wait_for(lambda: (lambda r: r if r.returncode == 0 else None)(attempt()), ACL_WAIT_S, what, interval_s=0.3)
+
+
+def test_a_produce_is_refused_until_an_acl_allows_write_and_refused_again_once_it_is_removed(cluster, alice):
+    assert run(cluster, "topics", "create", "orders", "--partitions", "2", "--replication-factor", "2").returncode == 0
+    refused = run(cluster, "produce", "orders", stdin="x\n", command_config=alice)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    # Metadata hides what alice may not Describe, so the topic is as good as absent to her.
+    assert "does not exist" in refused.stderr and "may Describe" in refused.stderr, refused.stderr
+    acls(cluster, "add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "orders")
+    until_allowed(lambda: run(cluster, "produce", "orders", "--acks", "all", stdin="a\nb\n", command_config=alice),
+                  "alice's produce to be allowed")
+    consume = run(cluster, "consume", "orders", "--from-beginning", "--max-messages", "1", "--timeout-ms", "3000",
+                  command_config=alice)
+    assert consume.returncode != 0 or consume.stdout.strip() == "", "Write must not allow Read"
+    acls(cluster, "remove", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "orders")
+    wait_for(lambda: run(cluster, "produce", "orders", stdin="c\n", command_config=alice).returncode == 1,
+             ACL_WAIT_S, "alice's produce to be refused again", interval_s=0.3)
+
+
+def test_read_on_a_prefix_lets_a_consumer_read_every_topic_it_covers_and_deny_beats_it(cluster, alice):
+    for topic in ("logs-app", "logs-db"):
+        run(cluster, "topics", "create", topic, "--partitions", "1", "--replication-factor", "2")
+        assert run(cluster, "produce", topic, stdin=f"{topic}\n").returncode == 0
+    acls(cluster, "add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "logs-",
+         "--resource-pattern-type", "prefixed")
+    for topic in ("logs-app", "logs-db"):
+        consumed = until_allowed(lambda t=topic: run(cluster, "consume", t, "--from-beginning", "--max-messages", "1",
+                                                     "--timeout-ms", "10000", command_config=alice),
+                                 f"alice's read of {topic}")
+        assert consumed.stdout.split() == [topic]
+    acls(cluster, "add", "--deny-principal", "User:alice", "--operation", "Read", "--topic", "logs-db")
+    wait_for(lambda: run(cluster, "consume", "logs-db", "--from-beginning", "--max-messages", "1", "--timeout-ms",
+                         "2000", command_config=alice).stdout.strip() == "", ACL_WAIT_S, "the deny to win",
+             interval_s=0.3)
+    listed = run(cluster, "topics", "list", command_config=alice).stdout.split()
+    assert listed == ["logs-app", "logs-db"], "Metadata lists the topics alice may Describe: the prefixed Read " \
+                                              "implies it, and the Deny is of Read only"
+
+
+def test_creating_and_deleting_topics_need_create_and_delete(cluster, alice):
+    refused = run(cluster, "topics", "create", "alices", "--partitions", "1", "--replication-factor", "1",
+                  command_config=alice)
+    assert refused.returncode == 1 and "TOPIC_AUTHORIZATION_FAILED" in refused.stderr, refused.stderr
+    acls(cluster, "add", "--allow-principal", "User:alice", "--operation", "Create", "--operation", "Delete",
+         "--topic", "alices")
+    until_allowed(lambda: run(cluster, "topics", "create", "alices", "--partitions", "1", "--replication-factor", "1",
+                              "--if-not-exists", command_config=alice), "alice's topic creation")
+    deleted = run(cluster, "topics", "delete", "alices", command_config=alice)
+    assert deleted.returncode == 0, deleted.stderr
+
+
+def test_a_group_needs_read_on_the_group_as_well_as_the_topic(cluster, alice):
+    run(cluster, "topics", "create", "events", "--partitions", "1", "--replication-factor", "2")
+    assert run(cluster, "produce", "events", stdin="e1\n").returncode == 0
+    acls(cluster, "add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "events")
+    refused = run(cluster, "consume", "events", "--group", "analytics", "--from-beginning", "--max-messages", "1",
+                  "--timeout-ms", "5000", command_config=alice)
+    assert refused.returncode == 1 and "GROUP_AUTHORIZATION_FAILED" in refused.stderr, refused.stderr
+    acls(cluster, "add", "--allow-principal", "User:alice", "--operation", "Read", "--group", "analytics")
+    consumed = until_allowed(lambda: run(cluster, "consume", "events", "--group", "analytics", "--from-beginning",
+                                         "--max-messages", "1", "--timeout-ms", "10000", command_config=alice),
+                             "alice's group read")
+    assert consumed.stdout.split() == ["e1"]
+    groups = run(cluster, "groups", "describe", "analytics", "--offsets").stdout
+    assert "events" in groups, "the group committed its offset"
+
+
+def test_a_controller_request_from_a_client_principal_is_refused_naming_principal_and_operation(cluster, tls,
+                                                                                                  certificates):
+    import grpc
+
+    from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
+    from replog.rpc.channels import channel
+
+    alice = ClientSecurity(tls["cafile"], certificates["alice"].certfile, certificates["alice"].keyfile)
+    with channel(cluster.status()["brokers"][0]["address"], security=alice) as opened:
+        with pytest.raises(grpc.RpcError) as refused:
+            broker_pb2_grpc.BrokerServiceStub(opened).LeaderAndIsr(broker_pb2.LeaderAndIsrRequest(), timeout=5)
+    assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "User:alice may not ClusterAction on the cluster (LeaderAndIsr)" in refused.value.details()
+
+
+def test_a_bearer_token_names_the_principal_and_a_forged_one_is_refused(cluster, tls, certificates, tmp_path,
+                                                                       secret_file):
+    from replog.core.tokens import sign_hs256
+
+    acls(cluster, "add", "--allow-principal", "User:bob", "--operation", "Describe", "--topic", "orders")
+    minted = subprocess.run([*REPLOG, "tokens", "create", "--principal", "User:bob", "--secret-file", secret_file],
+                            capture_output=True, text=True, timeout=60)
+    assert minted.returncode == 0, minted.stderr
+    # The cluster requires a client certificate; the token, sent beside it, names the principal.
+    base = (tmp_path / "base.properties")
+    client_properties(base, tls["cafile"], certificates["alice"])
+    config = tmp_path / "bob.properties"
+    config.write_text(base.read_text() + f"bearer.token={minted.stdout.strip()}\n")
+    listed = until_allowed(lambda: run(cluster, "topics", "list", command_config=str(config)), "bob's listing")
+    assert listed.stdout.split() == ["orders"]
+    forged = sign_hs256(b"another secret of thirty-two bytes or more", "admin", 2**31)
+    config.write_text(base.read_text() + f"bearer.token={forged}\n")
+    refused = run(cluster, "topics", "list", command_config=str(config))
+    assert refused.returncode == 1 and "signature does not verify" in refused.stderr, refused.stderr
+
+
+def test_acls_list_shows_what_was_added(cluster):
+    listed = acls(cluster, "list", "--topic", "orders")
+    assert "Topic:orders" in listed and "User:bob" in listed
