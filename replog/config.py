@@ -236,6 +236,11 @@ ZOOKEEPER_SETTINGS = (
             "ZooKeeper session timeout in ms: how long a stalled process keeps its ephemeral znodes"),
     Setting("zookeeper.connection.timeout.ms", integer(100, 600_000), 18_000,
             "how long to wait for the first ZooKeeper connection in ms"),
+    Setting("zookeeper.auth.digest.file", string, "",
+            "a file holding user:password, the digest identity this process authenticates to ZooKeeper with"),
+    Setting("zookeeper.set.acl", boolean, False,
+            "create znodes writable only by that identity (readable by all), so that only replog's "
+            "services change cluster state; needs zookeeper.auth.digest.file"),
 )
 
 # TLS and who may do what (docs/SECURITY.md). The same files serve this process's listeners
@@ -250,6 +255,9 @@ SECURITY_SETTINGS = (
     Setting("ssl.client.auth", one_of("none", "requested", "required"), "none",
             "whether clients must present a certificate: required (mTLS), requested (the /metrics port "
             "only: asked for, checked when given) or none"),
+    Setting("ssl.server.name", string, "",
+            "verify every service this one calls as this name (a subject alternative name of their "
+            "certificate) instead of the address dialled, for addresses no certificate can name (pod IPs)"),
     Setting("ssl.principal.mapping.rules", string, "DEFAULT",
             "how a client certificate's subject becomes a principal name: comma-separated "
             "RULE:pattern/replacement/[LU] rules then DEFAULT (the whole subject), as Kafka's"),
@@ -267,6 +275,9 @@ SECURITY_SETTINGS = (
 
 SERVER_SETTINGS = (
     *SECURITY_SETTINGS,
+    Setting("health.port", integer(0, 65535), 0,
+            "a plaintext port serving only the gRPC health service, for probes that speak no TLS "
+            "(the kubelet's); 0: none"),
     Setting("metrics.port", integer(0, 65535), 0,
             "port of the Prometheus /metrics HTTP endpoint (0 picks a free port)"),
     Setting("socket.request.max.bytes", integer(1024, 2**31 - 1), 104_857_600,

@@ -26,7 +26,7 @@ from replog.core.acl import (
 )
 from replog.dev import cluster as local
 from replog.zk import acls as store
-from replog.zk.session import new_client
+from replog.zk.session import ZkAuth, new_client
 
 CONNECT_TIMEOUT_S = 10.0
 OPERATIONS = {op.value.lower(): op for op in Operation}
@@ -72,11 +72,12 @@ def add_commands(commands: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     try:
         patterns = _patterns(args)
-        client = new_client(_connect(args), CONNECT_TIMEOUT_S)
+        connect, auth = _zookeeper(args)
+        client = new_client(connect, CONNECT_TIMEOUT_S, auth)
         try:
             client.start(CONNECT_TIMEOUT_S)
         except Exception as error:  # kazoo raises its own timeout type
-            raise AclsError(f"cannot reach ZooKeeper at {_connect(args)} ({error or type(error).__name__})") from None
+            raise AclsError(f"cannot reach ZooKeeper at {connect} ({error or type(error).__name__})") from None
         try:
             if args.acls_command == "list":
                 _print(store.read_snapshot(client), patterns, set(args.principal))
@@ -90,13 +91,17 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _connect(args: argparse.Namespace) -> str:
-    for pair in args.authorizer_properties:
-        key, _, value = pair.partition("=")
-        if key.strip() == "zookeeper.connect" and value.strip():
-            return value.strip()
-    data_dir = args.data_dir or local.find_data_dir()
-    return local.Cluster.load(data_dir).zookeeper_address
+def _zookeeper(args: argparse.Namespace) -> tuple[str, ZkAuth | None]:
+    """Where the ACLs are and who writes them: --authorizer-properties (zookeeper.connect,
+    zookeeper.auth.digest.file, zookeeper.set.acl), else the local cluster's."""
+    given = dict(pair.partition("=")[::2] for pair in args.authorizer_properties)
+    given = {key.strip(): value.strip() for key, value in given.items()}
+    if "zookeeper.connect" not in given:
+        cluster = local.Cluster.load(args.data_dir or local.find_data_dir())
+        given = {**cluster.state["config"], **given, "zookeeper.connect": cluster.zookeeper_address}
+    settings = {"zookeeper.auth.digest.file": given.get("zookeeper.auth.digest.file", ""),
+                "zookeeper.set.acl": given.get("zookeeper.set.acl", "false").lower() == "true"}
+    return given["zookeeper.connect"], ZkAuth.from_config(settings)
 
 
 def _patterns(args: argparse.Namespace) -> list[ResourcePattern]:

@@ -23,6 +23,7 @@ ENV_CAFILE = "REPLOG_SSL_CAFILE"
 ENV_CERTFILE = "REPLOG_SSL_CERTFILE"
 ENV_KEYFILE = "REPLOG_SSL_KEYFILE"
 ENV_TOKEN = "REPLOG_BEARER_TOKEN"
+ENV_SERVER_NAME = "REPLOG_SSL_SERVER_NAME"
 
 Options = Sequence[tuple[str, Any]]
 
@@ -36,6 +37,8 @@ class ClientSecurity:
     certfile: str = ""
     keyfile: str = ""
     token: str | Callable[[], str] = ""
+    # Verify servers as this name instead of the address dialled (ssl.server.name).
+    server_name: str = ""
 
     def __post_init__(self) -> None:
         if bool(self.certfile) != bool(self.keyfile):
@@ -56,13 +59,18 @@ class ClientSecurity:
         if token_file:
             token = _token_reader(token_file)
         return cls(properties.get("ssl.cafile", ""), properties.get("ssl.certfile", ""),
-                   properties.get("ssl.keyfile", ""), token)
+                   properties.get("ssl.keyfile", ""), token, properties.get("ssl.server.name", ""))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClientSecurity:
         env = os.environ if env is None else env
         return cls(env.get(ENV_CAFILE, ""), env.get(ENV_CERTFILE, ""), env.get(ENV_KEYFILE, ""),
-                   env.get(ENV_TOKEN, ""))
+                   env.get(ENV_TOKEN, ""), env.get(ENV_SERVER_NAME, ""))
+
+    def options(self, options: Options) -> list[tuple[str, Any]]:
+        if self.server_name:
+            return [*options, ("grpc.ssl_target_name_override", self.server_name)]
+        return list(options)
 
     def channel_credentials(self) -> grpc.ChannelCredentials:
         try:
@@ -117,7 +125,7 @@ def default() -> ClientSecurity:
 def aio_channel(address: str, options: Options = (), security: ClientSecurity | None = None) -> grpc.aio.Channel:
     security = security or default()
     if security.tls:
-        return grpc.aio.secure_channel(address, security.channel_credentials(), options=list(options))
+        return grpc.aio.secure_channel(address, security.channel_credentials(), options=security.options(options))
     return grpc.aio.insecure_channel(address, options=list(options))
 
 
@@ -125,7 +133,7 @@ def channel(address: str, options: Options = (), security: ClientSecurity | None
     """A blocking channel (health checks, tests, tools)."""
     security = security or default()
     if security.tls:
-        return grpc.secure_channel(address, security.channel_credentials(), options=list(options))
+        return grpc.secure_channel(address, security.channel_credentials(), options=security.options(options))
     return grpc.insecure_channel(address, options=list(options))
 
 

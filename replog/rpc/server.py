@@ -141,6 +141,7 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
         bound = 0
     if bound == 0:
         raise SystemExit(f"{name}: cannot listen on {address}: the port is in use or the address is not local.")
+    health_server = await _start_health_server(health_servicer, listener.host, config["health.port"])
     metrics_port = start_metrics_endpoint(listener.host, config["metrics.port"], tls)
     if authorizer is not None:  # the ACLs are in before the first request
         await authorizer.start(config["zookeeper.connection.timeout.ms"] / 1000, config["zookeeper.connect"])
@@ -176,9 +177,29 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
     finally:
         stopper.cancel()
         await server.stop(config["shutdown.grace.ms"] / 1000)
+        if health_server is not None:
+            await health_server.stop(0)
         if authorizer is not None:
             await authorizer.stop()
     log.info("%s stopped", name)
+
+
+async def _start_health_server(health_servicer: health.aio.HealthServicer, host: str,
+                               port: int) -> grpc.aio.Server | None:
+    """The health service alone on a plaintext port: the kubelet's gRPC probes cannot speak TLS,
+    and the answer (SERVING or not) tells nobody anything else."""
+    if port == 0:
+        return None
+    server = grpc.aio.server()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError:
+        bound = 0
+    if bound == 0:
+        raise SystemExit(f"cannot listen on {host}:{port} (health.port): the port is in use.")
+    await server.start()
+    return server
 
 
 async def _mark(health_servicer: health.aio.HealthServicer, names: Sequence[str], status: int) -> None:

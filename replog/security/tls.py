@@ -100,7 +100,9 @@ class ServerTls:
 def service_client_security(config: Mapping[str, Any]) -> ClientSecurity:
     """A service calls the others with its own certificate, verifying them by its CA."""
     tls = ServerTls.from_config(config)
-    return ClientSecurity(tls.cafile, tls.certfile, tls.keyfile) if tls else ClientSecurity()
+    if tls is None:
+        return ClientSecurity()
+    return ClientSecurity(tls.cafile, tls.certfile, tls.keyfile, server_name=config["ssl.server.name"])
 
 
 class Reloading:

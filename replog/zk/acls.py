@@ -17,7 +17,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import BadVersionError, NoAuthError, NodeExistsError, NoNodeError, NotEmptyError
 
 from replog.core.acl import Acl, AclSnapshot, Operation, PatternType, Permission, ResourcePattern, ResourceType
 from replog.zk import paths
@@ -97,6 +97,9 @@ def change(client: KazooClient, pattern: ResourcePattern, update: Callable[[froz
                 client.delete(path, version=version)
         except (BadVersionError, NodeExistsError, NoNodeError, NotEmptyError):
             continue
+        except NoAuthError:
+            raise ValueError(f"ZooKeeper refuses to let this identity write {path}: give the services' "
+                             "zookeeper.auth.digest.file in --authorizer-properties") from None
         _notify(client, pattern)
         return before, after
     raise RuntimeError(f"the ACLs of {pattern} kept changing under {WRITE_ATTEMPTS_MAX} attempts to write them")

@@ -10,25 +10,75 @@ threads meet the loop; the other modules of replog.zk build requests on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
+from kazoo.security import ACL, Id, Permissions, make_digest_acl
 
+from replog.config import ConfigError
 from replog.core.invariant import InvariantViolation
 from replog.zk import metrics, paths
 from replog.zk.errors import StoreError
 
 
-def new_client(connect: str, session_timeout_s: float) -> KazooClient:
+@dataclasses.dataclass(frozen=True)
+class ZkAuth:
+    """The digest identity a process authenticates with, and whether the znodes it creates are
+    writable by that identity only (Kafka's zookeeper.set.acl; everyone may still read them)."""
+
+    username: str
+    password: str
+    set_acl: bool = False
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> ZkAuth | None:
+        path, set_acl = config["zookeeper.auth.digest.file"], config["zookeeper.set.acl"]
+        if not path:
+            if set_acl:
+                raise ConfigError("zookeeper.set.acl=true needs zookeeper.auth.digest.file: the user:password "
+                                  "whose znodes they are.")
+            return None
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read().strip()
+        except OSError as error:
+            raise ConfigError(f"cannot read zookeeper.auth.digest.file {path}: {error.strerror}.") from None
+        username, sep, password = text.partition(":")
+        if not sep or not username or not password:
+            raise ConfigError(f"zookeeper.auth.digest.file {path} must hold user:password on one line.")
+        return cls(username, password, set_acl)
+
+    def client_arguments(self) -> dict[str, Any]:
+        arguments: dict[str, Any] = {"auth_data": [("digest", f"{self.username}:{self.password}")]}
+        if self.set_acl:
+            arguments["default_acl"] = [make_digest_acl(self.username, self.password, all=True),
+                                        ACL(Permissions.READ, Id("world", "anyone"))]
+        return arguments
+
+
+_auth: ZkAuth | None = None
+
+
+def set_default_auth(auth: ZkAuth | None) -> None:
+    """The identity every kazoo client of this process uses from now on (set once at start)."""
+    global _auth
+    _auth = auth
+
+
+def new_client(connect: str, session_timeout_s: float, auth: ZkAuth | None = None) -> KazooClient:
     """A kazoo client as every replog process makes them: it retries a lost connection forever
-    (a process keeps trying to reach ZooKeeper rather than dying; expiry is reported apart)."""
+    (a process keeps trying to reach ZooKeeper rather than dying; expiry is reported apart), and
+    authenticates as the process's ZkAuth."""
+    auth = auth or _auth
     return KazooClient(
         hosts=connect,
         timeout=session_timeout_s,
         connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
         command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
+        **(auth.client_arguments() if auth else {}),
     )
 
 
@@ -37,7 +87,7 @@ def ensure_chroot(connect: str, session_timeout_s: float, connection_timeout_s: 
     hosts, _, chroot = connect.partition("/")
     if not chroot.strip("/"):
         return
-    root = KazooClient(hosts=hosts, timeout=session_timeout_s)
+    root = new_client(hosts, session_timeout_s)
     root.start(connection_timeout_s)
     try:
         root.ensure_path("/" + chroot.strip("/"))

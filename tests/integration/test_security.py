@@ -28,10 +28,18 @@ def secret_file(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, secret_file):
+def digest_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("zookeeper") / "digest"
+    path.write_text("replog:a-zookeeper-password\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, secret_file, digest_file):
     local = LocalCluster(str(tmp_path_factory.mktemp("secure") / "data"))
     local.up("--brokers", "2", "--controllers", "1", "--tls", "--authorizer",
-             "--config", f"token.hmac.secret.file={secret_file}")
+             "--config", f"token.hmac.secret.file={secret_file}",
+             "--config", "zookeeper.set.acl=true", "--config", f"zookeeper.auth.digest.file={digest_file}")
     yield local
     local.down()
 
@@ -234,3 +242,26 @@ def test_a_bearer_token_names_the_principal_and_a_forged_one_is_refused(cluster,
 def test_acls_list_shows_what_was_added(cluster):
     listed = acls(cluster, "list", "--topic", "orders")
     assert "Topic:orders" in listed and "User:bob" in listed
+
+
+# -- ZooKeeper ---------------------------------------------------------------------------------
+
+
+def test_only_replogs_identity_may_write_cluster_state_in_zookeeper(cluster):
+    from kazoo.exceptions import NoAuthError
+
+    from replog.zk.session import new_client
+
+    stranger = new_client(cluster.status()["zookeeper"]["address"], 10)
+    stranger.start(10)
+    try:
+        assert stranger.get_children("/brokers/ids"), "everyone may read"
+        with pytest.raises(NoAuthError):
+            stranger.create("/brokers/topics/planted", b"{}")
+        with pytest.raises(NoAuthError):
+            stranger.set("/kafka-acl/Topic/orders", b'{"version":1,"acls":[]}')
+        acl, _ = stranger.get_acls("/brokers/topics/orders")
+    finally:
+        stranger.stop()
+        stranger.close()
+    assert {(entry.id.scheme, entry.perms) for entry in acl} == {("digest", 31), ("world", 1)}

@@ -188,3 +188,20 @@ def test_a_key_that_is_not_the_certificates_is_refused(pki):
               "ssl.cafile": pki["ca"].cafile, "ssl.client.auth": "required"}
     with pytest.raises(ConfigError, match="cannot load the TLS files"):
         ServerTls.from_config(config)
+
+
+def test_a_server_is_verified_by_the_name_given_where_its_address_is_in_no_certificate(pki, tmp_path):
+    """Controllers on Kubernetes are dialled at pod IPs: clients verify them as ssl.server.name."""
+    internal = pki["ca"].issue(str(tmp_path), "internal", hosts=["replog-internal"])
+    tls = ServerTls(internal.certfile, internal.keyfile, internal.cafile, "none")
+
+    async def scenario():
+        server, _, address = await serving(grpc_server_credentials(tls))
+        try:
+            return (await check(address, ClientSecurity(pki["ca"].cafile)),
+                    await check(address, ClientSecurity(pki["ca"].cafile, server_name="replog-internal")),
+                    await check(address, ClientSecurity(pki["ca"].cafile, server_name="someone-else")))
+        finally:
+            await server.stop(0)
+
+    assert asyncio.run(scenario()) == ("UNAVAILABLE", "OK", "UNAVAILABLE")
