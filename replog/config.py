@@ -273,8 +273,26 @@ SECURITY_SETTINGS = (
             "allow a request on a resource that no ACL matches (else only super users may)"),
 )
 
+# Bounds on one request (replog.core.limits); a request over one is refused whole.
+LIMIT_SETTINGS = (
+    Setting("max.partitions.per.request", integer(1, 2**31 - 1), 10_000,
+            "partitions (or topics, where a request names only topics) one request may name"),
+    Setting("max.records.per.batch", integer(1, 2**31 - 1), 1_000_000,
+            "records one record batch of a produce request may hold"),
+    Setting("max.topic.name.length", integer(1, 249), 249, "characters of a topic name in a request"),
+    Setting("max.group.id.length", integer(1, 2**15), 255, "characters of a group id in a request"),
+)
+
+# How a broker measures a quota's rate (Kafka's names; replog.core.quota).
+QUOTA_SETTINGS = (
+    Setting("quota.window.num", integer(2, 100), 11, "samples a quota's rate is measured over"),
+    Setting("quota.window.size.seconds", integer(1, 3600), 1, "seconds each quota sample spans"),
+)
+
 SERVER_SETTINGS = (
     *SECURITY_SETTINGS,
+    *LIMIT_SETTINGS,
+    *QUOTA_SETTINGS,
     Setting("health.port", integer(0, 65535), 0,
             "a plaintext port serving only the gRPC health service, for probes that speak no TLS "
             "(the kubelet's); 0: none"),

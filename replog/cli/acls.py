@@ -72,12 +72,7 @@ def add_commands(commands: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     try:
         patterns = _patterns(args)
-        connect, auth = _zookeeper(args)
-        client = new_client(connect, CONNECT_TIMEOUT_S, auth)
-        try:
-            client.start(CONNECT_TIMEOUT_S)
-        except Exception as error:  # kazoo raises its own timeout type
-            raise AclsError(f"cannot reach ZooKeeper at {connect} ({error or type(error).__name__})") from None
+        client = connected(*_zookeeper(args))
         try:
             if args.acls_command == "list":
                 _print(store.read_snapshot(client), patterns, set(args.principal))
@@ -92,16 +87,28 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _zookeeper(args: argparse.Namespace) -> tuple[str, ZkAuth | None]:
-    """Where the ACLs are and who writes them: --authorizer-properties (zookeeper.connect,
-    zookeeper.auth.digest.file, zookeeper.set.acl), else the local cluster's."""
     given = dict(pair.partition("=")[::2] for pair in args.authorizer_properties)
-    given = {key.strip(): value.strip() for key, value in given.items()}
+    return zookeeper_of({key.strip(): value.strip() for key, value in given.items()}, args.data_dir)
+
+
+def zookeeper_of(given: dict[str, str], data_dir: str | None) -> tuple[str, ZkAuth | None]:
+    """Where the cluster's state is and who may write it: the given zookeeper.connect,
+    zookeeper.auth.digest.file and zookeeper.set.acl, else the local cluster's."""
     if "zookeeper.connect" not in given:
-        cluster = local.Cluster.load(args.data_dir or local.find_data_dir())
+        cluster = local.Cluster.load(data_dir or local.find_data_dir())
         given = {**cluster.state["config"], **given, "zookeeper.connect": cluster.zookeeper_address}
     settings = {"zookeeper.auth.digest.file": given.get("zookeeper.auth.digest.file", ""),
                 "zookeeper.set.acl": given.get("zookeeper.set.acl", "false").lower() == "true"}
     return given["zookeeper.connect"], ZkAuth.from_config(settings)
+
+
+def connected(connect: str, auth: ZkAuth | None) -> Any:
+    client = new_client(connect, CONNECT_TIMEOUT_S, auth)
+    try:
+        client.start(CONNECT_TIMEOUT_S)
+    except Exception as error:  # kazoo raises its own timeout type
+        raise AclsError(f"cannot reach ZooKeeper at {connect} ({error or type(error).__name__})") from None
+    return client
 
 
 def _patterns(args: argparse.Namespace) -> list[ResourcePattern]:

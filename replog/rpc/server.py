@@ -21,6 +21,8 @@ from replog.config import Config, HostPort
 from replog.security.authenticate import Authenticator
 from replog.security.authorizer import Authorizer
 from replog.security.interceptor import SecurityInterceptor
+from replog.security.limits import LimitsInterceptor, limits_of
+from replog.security.quotas import QuotaInterceptor, QuotaManager
 from replog.security.tls import ServerTls, grpc_server_credentials, metrics_ssl_context
 
 log = logging.getLogger(__name__)
@@ -116,9 +118,12 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
     """Run one service until SIGTERM or SIGINT, then stop it gracefully."""
     authenticator = Authenticator.from_config(config)
     authorizer = Authorizer.from_config(config)
-    interceptors: list[grpc.aio.ServerInterceptor] = [_MetricsInterceptor()]
+    interceptors: list[grpc.aio.ServerInterceptor] = [_MetricsInterceptor(), LimitsInterceptor(limits_of(config))]
     if authorizer is not None or config["token.hmac.secret.file"] or config["token.public.key.file"]:
         interceptors.append(SecurityInterceptor(authenticator, authorizer))
+    quotas = QuotaManager.from_config(config)
+    if quotas is not None:
+        interceptors.append(QuotaInterceptor(authenticator, quotas))
     server = grpc.aio.server(interceptors=interceptors, options=channel_options(config["socket.request.max.bytes"]))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -143,8 +148,9 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
         raise SystemExit(f"{name}: cannot listen on {address}: the port is in use or the address is not local.")
     health_server = await _start_health_server(health_servicer, listener.host, config["health.port"])
     metrics_port = start_metrics_endpoint(listener.host, config["metrics.port"], tls)
-    if authorizer is not None:  # the ACLs are in before the first request
-        await authorizer.start(config["zookeeper.connection.timeout.ms"] / 1000, config["zookeeper.connect"])
+    for watcher in (authorizer, quotas):  # the ACLs and quotas are in before the first request
+        if watcher is not None:
+            await watcher.start(config["zookeeper.connection.timeout.ms"] / 1000, config["zookeeper.connect"])
     await server.start()
     log.info("%s listening on %s:%d (%s), metrics on port %d", name, listener.host, bound,
              f"TLS, client certificates {tls.client_auth}" if tls else "plaintext", metrics_port)
@@ -179,8 +185,9 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
         await server.stop(config["shutdown.grace.ms"] / 1000)
         if health_server is not None:
             await health_server.stop(0)
-        if authorizer is not None:
-            await authorizer.stop()
+        for watcher in (authorizer, quotas):
+            if watcher is not None:
+                await watcher.stop()
     log.info("%s stopped", name)
 
 

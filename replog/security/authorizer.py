@@ -23,8 +23,7 @@ from replog.core.acl import (
 )
 from replog.security.authenticate import Session
 from replog.zk.acls import AclWatcher
-from replog.zk.errors import StoreError
-from replog.zk.session import ensure_chroot, new_client
+from replog.zk.session import new_client, start_watcher
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +59,8 @@ class Authorizer:
         return authorizer
 
     async def start(self, connection_timeout_s: float, connect: str) -> None:
-        if self._watcher is None:
-            return
-        try:
-            await asyncio.to_thread(ensure_chroot, connect, connection_timeout_s, connection_timeout_s)
-            await asyncio.to_thread(self._watcher.start, connection_timeout_s)
-        except Exception as error:  # kazoo raises its own timeout type
-            raise StoreError(f"the authorizer could not read the ACLs from ZooKeeper at {connect} "
-                             f"({error or type(error).__name__}); is it running?") from None
+        if self._watcher is not None:
+            await start_watcher(self._watcher.start, connect, connection_timeout_s, "the ACLs")
 
     async def stop(self) -> None:
         if self._watcher is not None:

@@ -21,6 +21,13 @@ ACL_CHANGES = "/kafka-acl-changes"
 ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
 ACL_CHANGE_PREFIX = "acl_changes_"
 
+# Quotas as Kafka stored them: CONFIG_USERS/<user> and CONFIG_CLIENTS/<client id>, each
+# {"version":1,"config":{...}}; each change adds a sequential znode under CONFIG_CHANGES.
+CONFIG_USERS = "/config/users"
+CONFIG_CLIENTS = "/config/clients"
+CONFIG_CHANGES = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
+
 # Created once by whichever process gets there first; never deleted.
 PERSISTENT_ROOTS = (BROKER_IDS, BROKER_TOPICS, CONFIG_TOPICS, ADMIN_DELETE_TOPICS, "/cluster",
                     PARTITION_STATE_NOTIFICATION)

@@ -96,6 +96,17 @@ def ensure_chroot(connect: str, session_timeout_s: float, connection_timeout_s: 
         root.close()
 
 
+async def start_watcher(start: Callable[[float], None], connect: str, timeout_s: float, what: str) -> None:
+    """Run a kazoo-thread watcher's blocking `start(timeout_s)` (after creating the chroot) from
+    the loop; a ZooKeeper that cannot be reached is one sentence naming `what` was being read."""
+    try:
+        await asyncio.to_thread(ensure_chroot, connect, timeout_s, timeout_s)
+        await asyncio.to_thread(start, timeout_s)
+    except Exception as error:  # kazoo raises its own timeout type
+        raise StoreError(f"could not read {what} from ZooKeeper at {connect} "
+                         f"({error or type(error).__name__}); is it running?") from None
+
+
 class ZkSession:
     """A kazoo client used from one asyncio loop, and the events of its session."""
 

@@ -39,7 +39,8 @@ def cluster(tmp_path_factory, secret_file, digest_file):
     local = LocalCluster(str(tmp_path_factory.mktemp("secure") / "data"))
     local.up("--brokers", "2", "--controllers", "1", "--tls", "--authorizer",
              "--config", f"token.hmac.secret.file={secret_file}",
-             "--config", "zookeeper.set.acl=true", "--config", f"zookeeper.auth.digest.file={digest_file}")
+             "--config", "zookeeper.set.acl=true", "--config", f"zookeeper.auth.digest.file={digest_file}",
+             "--config", "quota.window.num=3")  # a quota's rate over 3 s: the test sees it settle sooner
     yield local
     local.down()
 
@@ -265,3 +266,44 @@ def test_only_replogs_identity_may_write_cluster_state_in_zookeeper(cluster):
         stranger.stop()
         stranger.close()
     assert {(entry.id.scheme, entry.perms) for entry in acl} == {("digest", 31), ("world", 1)}
+
+
+# -- quotas ----------------------------------------------------------------------------------
+
+QUOTA_BYTES_PER_S = 100_000
+
+
+def test_a_producer_over_its_quota_is_told_to_wait_and_held_to_its_rate(cluster, tls, certificates):
+    import json
+    import time
+
+    from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
+    from replog.protocol import encode_batch
+    from replog.rpc.channels import channel
+
+    run(cluster, "topics", "create", "metered", "--partitions", "1", "--replication-factor", "1")
+    acls(cluster, "add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "metered")
+    altered = run(cluster, "configs", "alter", "--entity-type", "users", "--entity-name", "alice",
+                  "--add-config", f"producer_byte_rate={QUOTA_BYTES_PER_S}")
+    assert altered.returncode == 0 and f"producer_byte_rate={QUOTA_BYTES_PER_S}" in altered.stdout, altered.stderr
+    [partition] = json.loads(run(cluster, "topics", "describe", "metered", "--json").stdout)["topics"][0]["partitions"]
+    leader = next(b["address"] for b in cluster.status()["brokers"] if b["id"] == partition["leader"])
+    alice = ClientSecurity(tls["cafile"], certificates["alice"].certfile, certificates["alice"].keyfile)
+    batch = encode_batch([(None, b"x" * 1000) for _ in range(10)])
+    request = broker_pb2.ProduceRequest(acks=1, timeout_ms=5000, topics=[broker_pb2.ProduceTopicData(
+        topic="metered", partitions=[broker_pb2.ProducePartitionData(partition=0, records=batch)])])
+    throttles, sent = [], []
+    with channel(leader, security=alice) as opened:
+        stub = broker_pb2_grpc.BrokerServiceStub(opened)
+        started = time.monotonic()
+        while time.monotonic() - started < 12:
+            response = stub.Produce(request, timeout=40)
+            assert response.topics[0].partitions[0].error_code == 1, response
+            throttles.append(response.throttle_time_ms)
+            sent.append((time.monotonic(), request.ByteSize()))
+    settled = [size for at, size in sent if at - started >= 4]
+    rate = sum(settled) / (sent[-1][0] - started - 4)
+    assert max(throttles) > 0, "the answers over the quota carry throttle_time_ms"
+    assert abs(rate - QUOTA_BYTES_PER_S) <= 0.1 * QUOTA_BYTES_PER_S, f"{rate:.0f} B/s against a quota of " \
+                                                                     f"{QUOTA_BYTES_PER_S} B/s"
+
