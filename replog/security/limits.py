@@ -9,6 +9,7 @@ from typing import Any
 
 import grpc
 import prometheus_client
+from google.protobuf.message import DecodeError
 
 from replog.core.limits import RequestLimits, check_names, check_partitions, check_records, record_counts
 
@@ -50,6 +51,27 @@ def problem(request: Any, limits: RequestLimits) -> str | None:
     return check_names(topics, groups, limits) or check_partitions(partitions, limits) or check_records(counts, limits)
 
 
+class _Undecodable:
+    """What a request that does not parse becomes, so that it is refused with INVALID_ARGUMENT
+    (gRPC would answer UNKNOWN with a Python exception's name)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _decoding(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserializer is None:
+        return None
+
+    def decode(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except DecodeError as error:
+            return _Undecodable(str(error))
+
+    return decode
+
+
 class LimitsInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, limits: RequestLimits) -> None:
         self._limits = limits
@@ -67,7 +89,7 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
                 await _refuse_over(request, context, limits, rpc)
                 return await inner(request, context)
 
-            return grpc.unary_unary_rpc_method_handler(checked, handler.request_deserializer,
+            return grpc.unary_unary_rpc_method_handler(checked, _decoding(handler.request_deserializer),
                                                        handler.response_serializer)
         if handler.stream_stream is not None:
             inner_stream = handler.stream_stream
@@ -75,18 +97,32 @@ class LimitsInterceptor(grpc.aio.ServerInterceptor):
             async def checked_stream(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
                 async def each() -> AsyncIterator[Any]:
                     async for message in requests:
-                        await _refuse_over(getattr(message, "request", message), context, limits, rpc)
+                        inner = message if isinstance(message, _Undecodable) else getattr(message, "request", message)
+                        await _refuse_over(inner, context, limits, rpc)
                         yield message
 
                 async for answer in inner_stream(each(), context):
                     yield answer
 
-            return grpc.stream_stream_rpc_method_handler(checked_stream, handler.request_deserializer,
+            return grpc.stream_stream_rpc_method_handler(checked_stream, _decoding(handler.request_deserializer),
                                                          handler.response_serializer)
+        if handler.unary_stream is not None:
+            inner_out = handler.unary_stream
+
+            async def checked_out(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                await _refuse_over(request, context, limits, rpc)
+                async for answer in inner_out(request, context):
+                    yield answer
+
+            return grpc.unary_stream_rpc_method_handler(checked_out, _decoding(handler.request_deserializer),
+                                                        handler.response_serializer)
         return handler
 
 
 async def _refuse_over(request: Any, context: grpc.aio.ServicerContext, limits: RequestLimits, rpc: str) -> None:
+    if isinstance(request, _Undecodable):
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{rpc} refused: the request does not parse as "
+                            f"its message ({request.reason})")
     sentence = problem(request, limits)
     if sentence is not None:
         REFUSED.labels(rpc).inc()

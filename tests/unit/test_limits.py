@@ -40,3 +40,32 @@ def test_record_counts_read_every_batch_header_and_stop_at_garbage():
     records = encode_batch([(None, b"a")] * 3) + encode_batch([(None, b"b")] * 5)
     assert list(record_counts(records)) == [3, 5]
     assert list(record_counts(b"not a batch")) == []
+
+
+def test_bytes_that_are_not_the_message_are_refused_as_invalid_argument_not_a_server_error():
+    import asyncio
+
+    import grpc
+    from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+    from replog.security.limits import LimitsInterceptor
+
+    async def scenario():
+        server = grpc.aio.server(interceptors=[LimitsInterceptor(LIMITS)])
+        health_pb2_grpc.add_HealthServicer_to_server(health.aio.HealthServicer(), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                answers = []
+                for payload in (b"\xe4\x1ag\xadh", health_pb2.HealthCheckRequest().SerializeToString()):
+                    try:
+                        await channel.unary_unary("/grpc.health.v1.Health/Check")(payload, timeout=3)
+                        answers.append("OK")
+                    except grpc.aio.AioRpcError as error:
+                        answers.append((error.code().name, "does not parse" in error.details()))
+                return answers
+        finally:
+            await server.stop(0)
+
+    assert asyncio.run(scenario()) == [("INVALID_ARGUMENT", True), "OK"]
