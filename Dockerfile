@@ -18,8 +18,8 @@ COPY . .
 # The compiled decoder must be there: without it consumers decode records several times slower.
 RUN mkdir -p wheelhouse \
  && python3 -m venv /opt/replog \
- && /opt/replog/bin/pip wheel --no-cache-dir --find-links wheelhouse --wheel-dir /wheels '.[k8s]' \
- && /opt/replog/bin/pip install --no-cache-dir --no-index --find-links /wheels 'replog[k8s]' \
+ && /opt/replog/bin/pip wheel --no-cache-dir --find-links wheelhouse --wheel-dir /wheels '.[k8s,tls]' \
+ && /opt/replog/bin/pip install --no-cache-dir --no-index --find-links /wheels 'replog[k8s,tls]' \
  && /opt/replog/bin/python -I -c 'import replog.protocol._records' \
  && /opt/replog/bin/pip uninstall -y -q pip setuptools \
  && /opt/replog/bin/python -m compileall -q /opt/replog

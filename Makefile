@@ -140,11 +140,13 @@ test: setup
 test-fast: setup
 	@$(PY) -m pytest -q -m "not slow" tests
 
-# The whole chaos matrix on real clusters (about 10 minutes; tests/chaos). Cutting brokers off
+# The whole chaos matrix on real clusters (about 10 minutes; tests/chaos), then the long form of
+# the fuzzing of every RPC (tests/integration/test_security.py: 300 messages per RPC). Cutting brokers off
 # needs root for network namespaces; without it those scenarios are skipped. Rewrites the results
 # table in docs/RELIABILITY.md.
 chaos: setup
 	REPLOG_CHAOS=1 $(PY) -m pytest -q tests/chaos
+	REPLOG_FUZZ_EXAMPLES=300 $(PY) -m pytest -q tests/integration/test_security.py -k fuzz
 
 # replog side by side with NATS JetStream (bench/peers): Debian's nats-server and the nats-py client.
 bench: setup

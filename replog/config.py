@@ -236,9 +236,66 @@ ZOOKEEPER_SETTINGS = (
             "ZooKeeper session timeout in ms: how long a stalled process keeps its ephemeral znodes"),
     Setting("zookeeper.connection.timeout.ms", integer(100, 600_000), 18_000,
             "how long to wait for the first ZooKeeper connection in ms"),
+    Setting("zookeeper.auth.digest.file", string, "",
+            "a file holding user:password, the digest identity this process authenticates to ZooKeeper with"),
+    Setting("zookeeper.set.acl", boolean, False,
+            "create znodes writable only by that identity (readable by all), so that only replog's "
+            "services change cluster state; needs zookeeper.auth.digest.file"),
+)
+
+# TLS and who may do what (docs/SECURITY.md). The same files serve this process's listeners
+# (gRPC and /metrics) and identify it to the other services it calls.
+SECURITY_SETTINGS = (
+    Setting("ssl.certfile", string, "",
+            "PEM certificate chain this service presents, to its clients and to the services it calls; "
+            "empty: plaintext listeners"),
+    Setting("ssl.keyfile", string, "", "PEM private key of ssl.certfile"),
+    Setting("ssl.cafile", string, "",
+            "PEM CA certificates the certificates of peers must chain to (clients' ones under ssl.client.auth)"),
+    Setting("ssl.client.auth", one_of("none", "requested", "required"), "none",
+            "whether clients must present a certificate: required (mTLS), requested (the /metrics port "
+            "only: asked for, checked when given) or none"),
+    Setting("ssl.server.name", string, "",
+            "verify every service this one calls as this name (a subject alternative name of their "
+            "certificate) instead of the address dialled, for addresses no certificate can name (pod IPs)"),
+    Setting("ssl.principal.mapping.rules", string, "DEFAULT",
+            "how a client certificate's subject becomes a principal name: comma-separated "
+            "RULE:pattern/replacement/[LU] rules then DEFAULT (the whole subject), as Kafka's"),
+    Setting("token.hmac.secret.file", string, "",
+            "a file holding the shared secret that signs bearer tokens (HS256); empty: no such tokens"),
+    Setting("token.public.key.file", string, "",
+            "a PEM public key that verifies bearer tokens (RS256 or ES256); empty: no such tokens"),
+    Setting("authorizer.class.name", one_of("", "AclAuthorizer"), "",
+            "AclAuthorizer checks every request against the ACLs in ZooKeeper; empty: everything is allowed"),
+    Setting("super.users", string, "",
+            "principals allowed everything, separated by semicolons: User:broker;User:admin"),
+    Setting("allow.everyone.if.no.acl.found", boolean, False,
+            "allow a request on a resource that no ACL matches (else only super users may)"),
+)
+
+# Bounds on one request (replog.core.limits); a request over one is refused whole.
+LIMIT_SETTINGS = (
+    Setting("max.partitions.per.request", integer(1, 2**31 - 1), 10_000,
+            "partitions (or topics, where a request names only topics) one request may name"),
+    Setting("max.records.per.batch", integer(1, 2**31 - 1), 1_000_000,
+            "records one record batch of a produce request may hold"),
+    Setting("max.topic.name.length", integer(1, 249), 249, "characters of a topic name in a request"),
+    Setting("max.group.id.length", integer(1, 2**15), 255, "characters of a group id in a request"),
+)
+
+# How a broker measures a quota's rate (Kafka's names; replog.core.quota).
+QUOTA_SETTINGS = (
+    Setting("quota.window.num", integer(2, 100), 11, "samples a quota's rate is measured over"),
+    Setting("quota.window.size.seconds", integer(1, 3600), 1, "seconds each quota sample spans"),
 )
 
 SERVER_SETTINGS = (
+    *SECURITY_SETTINGS,
+    *LIMIT_SETTINGS,
+    *QUOTA_SETTINGS,
+    Setting("health.port", integer(0, 65535), 0,
+            "a plaintext port serving only the gRPC health service, for probes that speak no TLS "
+            "(the kubelet's); 0: none"),
     Setting("metrics.port", integer(0, 65535), 0,
             "port of the Prometheus /metrics HTTP endpoint (0 picks a free port)"),
     Setting("socket.request.max.bytes", integer(1024, 2**31 - 1), 104_857_600,

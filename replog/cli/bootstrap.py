@@ -8,8 +8,10 @@ from collections.abc import Mapping
 
 from replog.client.errors import ClientError, ClusterUnreachableError, UnknownTopicError
 from replog.client.io import parse_bootstrap
+from replog.config import ConfigError, read_properties
 from replog.dev import cluster as local
 from replog.dev.processes import DevError
+from replog.rpc import channels
 
 ENV_BOOTSTRAP = "REPLOG_BOOTSTRAP"
 
@@ -20,12 +22,19 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
                         f"of the nearest {local.DEFAULT_DATA_DIR}/)")
     parser.add_argument("--data-dir", default=None,
                         help="the local cluster's directory, when --bootstrap and $REPLOG_BOOTSTRAP are not given")
+    parser.add_argument("--command-config", metavar="FILE", default=None,
+                        help="client properties: ssl.cafile, ssl.certfile, ssl.keyfile, bearer.token or "
+                        f"bearer.token.file (default: ${channels.ENV_CAFILE} and the like, else the local "
+                        "cluster's own under `dev up --tls`)")
 
 
 def bootstrap_address(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> str:
     """The metadata service address(es) to start from, as "host:port[,host:port]"."""
     env = os.environ if env is None else env
     given = args.bootstrap or env.get(ENV_BOOTSTRAP, "").strip()
+    command_config = getattr(args, "command_config", None)
+    if command_config:
+        channels.set_default(_client_security(command_config))
     if given:
         return ",".join(parse_bootstrap(given))
     data_dir = args.data_dir or local.find_data_dir()
@@ -36,17 +45,29 @@ def bootstrap_address(args: argparse.Namespace, env: Mapping[str, str] | None = 
             f"no cluster to talk to: pass --bootstrap HOST:PORT (a metadata service), set {ENV_BOOTSTRAP}, "
             "or start a local cluster with `replog dev up`"
         ) from None
+    if not command_config and not channels.ClientSecurity.from_env(env).tls:
+        channels.set_default(cluster.security)
     addresses = [member.address for member in cluster.members("metadata")]
     if not addresses:
         raise ClientError(f"the local cluster in {cluster.data_dir} has no metadata service; pass --bootstrap")
     return ",".join(addresses)
 
 
+def _client_security(path: str) -> channels.ClientSecurity:
+    try:
+        return channels.ClientSecurity.from_properties(read_properties(path))
+    except ConfigError as error:
+        raise ClientError(f"--command-config {path}: {error}") from None
+
+
 def user_message(error: ClientError) -> str:
     """The error as the one sentence a user sees, with what to do where that is clear."""
     if isinstance(error, UnknownTopicError):
         return (f"{error}; create it with `replog topics create {error.topic} --partitions N "
-                "--replication-factor R`, or see `replog topics list`")
+                "--replication-factor R`, or see `replog topics list` (under an authorizer, the topics "
+                "you may Describe)")
     if isinstance(error, ClusterUnreachableError):
-        return f"{error}; is the cluster running? (`replog dev status` shows a local one)"
+        return (f"{error}; is the cluster running? (`replog dev status` shows a local one); if it serves TLS, "
+                "give --command-config with ssl.cafile, and ssl.certfile and ssl.keyfile where client "
+                "certificates are required")
     return str(error)

@@ -5,11 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from replog.cli import acls
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
 from replog.client import Admin, AdminError
+from replog.config import ConfigError
 from replog.core.errors import ErrorCode
+from replog.core.quota import parse_quota_configs
+from replog.zk import quotas as zk_quotas
 
-ENTITY_TYPES = {"topics": "topic", "brokers": "broker"}
+ENTITY_TYPES = {"topics": "topic", "brokers": "broker", "users": "user", "clients": "client"}
+# Quotas are written to ZooKeeper itself, as kafka-configs --zookeeper did.
+QUOTA_ENTITY_TYPES = ("users", "clients")
 
 
 def add_commands(commands: Any) -> None:
@@ -36,7 +42,11 @@ def add_commands(commands: Any) -> None:
 
 def _entity_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entity-type", choices=sorted(ENTITY_TYPES), required=True)
-    parser.add_argument("--entity-name", required=True, help="the topic name, or the broker id")
+    parser.add_argument("--entity-name", required=True,
+                        help="the topic name, the broker id, the user (principal name without User:) or the client "
+                        "id; <default> for every user or client id without a quota of its own")
+    parser.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]", default=None,
+                        help="users and clients: the ZooKeeper whose quotas to change (default: the local cluster's)")
 
 
 def parse_add_config(text: str) -> dict[str, str]:
@@ -61,6 +71,8 @@ def parse_add_config(text: str) -> dict[str, str]:
 
 
 def _describe(args: argparse.Namespace) -> int:
+    if args.entity_type in QUOTA_ENTITY_TYPES:
+        return _quota_entity(args, lambda client: None)
     resource_type = ENTITY_TYPES[args.entity_type]
     with Admin(bootstrap_address(args)) as admin:
         entries = admin.describe_config_entries(resource_type, args.entity_name)
@@ -86,7 +98,43 @@ def _alter(args: argparse.Namespace) -> int:
     deleted = [name.strip() for text in args.delete_config for name in text.split(",") if name.strip()]
     if not set_configs and not deleted:
         raise AdminError("give --add-config K=V or --delete-config K", ErrorCode.INVALID_REQUEST)
+    if args.entity_type in QUOTA_ENTITY_TYPES:
+        try:
+            parse_quota_configs(set_configs)
+        except ValueError as error:
+            raise AdminError(f"--add-config: {error}", ErrorCode.INVALID_CONFIG) from None
+
+        def change(client: Any) -> None:
+            configs = {**zk_quotas.read_entity(client, args.entity_type, args.entity_name), **set_configs}
+            for name in deleted:
+                configs.pop(name, None)
+            zk_quotas.write_entity(client, args.entity_type, args.entity_name, configs)
+
+        return _quota_entity(args, change)
     with Admin(bootstrap_address(args)) as admin:
         admin.alter_configs(resource_type, args.entity_name, set_configs=set_configs, delete_configs=deleted)
     print(f"Completed updating config for {resource_type} {args.entity_name}.")
+    return 0
+
+
+def _quota_entity(args: argparse.Namespace, change: Any) -> int:
+    """Apply `change` to a user's or client id's quotas in ZooKeeper, then print them."""
+    given = {"zookeeper.connect": args.zookeeper} if args.zookeeper else {}
+    try:
+        client = acls.connected(*acls.zookeeper_of(given, args.data_dir))
+    except ConfigError as error:
+        raise AdminError(str(error), ErrorCode.INVALID_CONFIG) from None
+    try:
+        try:
+            change(client)
+        except ValueError as error:
+            raise AdminError(str(error), ErrorCode.CLUSTER_AUTHORIZATION_FAILED) from None
+        configs = zk_quotas.read_entity(client, args.entity_type, args.entity_name)
+    finally:
+        client.stop()
+        client.close()
+    kind = ENTITY_TYPES[args.entity_type]
+    print(f"Quota configs for {kind} {args.entity_name} are:")
+    for name, value in sorted(configs.items()):
+        print(f"  {name}={value}")
     return 0

@@ -36,6 +36,12 @@ def add_commands(commands: Any) -> None:
                     "evaluates replog's alert rules; its URL is printed (kept when the cluster starts again)")
     up.add_argument("--log-format", choices=logs.FORMATS, default="text",
                     help="how the members log into <data-dir>/logs/: text (default), or json, one object a line")
+    up.add_argument("--tls", action="store_true",
+                    help="a new cluster with its own CA (in <data-dir>/tls/): every listener and /metrics port "
+                    "TLS, client certificates required; commands present the admin certificate")
+    up.add_argument("--authorizer", action="store_true",
+                    help="check every request against the ACLs (`replog acls`); the services and User:admin "
+                    "are super users")
     up.set_defaults(handler=_up)
 
     status = sub.add_parser("status", help="show every process of the local cluster")
@@ -85,12 +91,17 @@ def _up(args: argparse.Namespace) -> int:
         config=parse_overrides(args.config),
         monitoring=args.monitoring,
         log_format=args.log_format,
+        tls=args.tls,
+        authorizer=args.authorizer,
     )
     members = cluster.members()
     print(f"local cluster up in {cluster.data_dir}: ZooKeeper at {cluster.zookeeper_address}, "
           f"{len(cluster.members('broker'))} brokers, {len(cluster.members('controller'))} controllers, "
           f"{len(cluster.members('metadata'))} metadata service; all {len(members)} SERVING")
     print(f"bootstrap (metadata service): {cluster.members('metadata')[0].address}")
+    if cluster.tls is not None:
+        print(f"TLS with client certificates; the CA is {cluster.tls['cafile']}, commands present "
+              f"{cluster.tls['identities']['admin']['certfile']}")
     if cluster.prometheus is not None:
         print(f"prometheus: http://{cluster.prometheus['address']}")
     return 0

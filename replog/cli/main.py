@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from replog.cli import (
+    acls,
     bench,
     configs,
     consume,
@@ -17,6 +18,7 @@ from replog.cli import (
     leader_election,
     produce,
     reassign,
+    tokens,
     topics,
     transactions,
 )
@@ -41,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     transactions.add_commands(commands)
     bench.add_commands(commands)
     k8s.add_commands(commands)
+    acls.add_commands(commands)
+    tokens.add_commands(commands)
     return parser
 
 
@@ -49,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
-    except dev.USER_ERRORS as error:
+    except (*dev.USER_ERRORS, acls.AclsError, tokens.TokensError) as error:
         print(f"replog: {error}", file=sys.stderr)
         return 1
     except ClientError as error:

@@ -47,6 +47,7 @@ from replog.client.types import (
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.producer import Reaction, Request, reaction, retried
+from replog.rpc.channels import ClientSecurity
 
 T = TypeVar("T")
 
@@ -102,12 +103,12 @@ class Admin:
     """Topic administration; every call is synchronous and raises AdminError on failure."""
 
     def __init__(self, bootstrap: str | Sequence[str], *, request_timeout_ms: int = 30_000,
-                 retry_backoff_ms: int = 100) -> None:
+                 retry_backoff_ms: int = 100, security: ClientSecurity | None = None) -> None:
         self._request_timeout_ms = request_timeout_ms
         self._retry_backoff_s = retry_backoff_ms / 1000
         addresses = parse_bootstrap(bootstrap)
         self._io = IoThread("replog-admin-io")
-        self._channels = Channels()
+        self._channels = Channels(security)
         self._metadata = MetadataManager(addresses, self._channels, request_timeout_ms=request_timeout_ms,
                                          retry_backoff_ms=retry_backoff_ms, all_topics=True)
         self._coordinators = Coordinators(self._metadata, self._channels, request_timeout_ms=request_timeout_ms,

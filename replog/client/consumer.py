@@ -36,6 +36,7 @@ from replog.client.metadata import MetadataManager
 from replog.client.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, offsets_to_commit
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
+from replog.rpc.channels import ClientSecurity
 
 log = logging.getLogger("replog.client")
 
@@ -87,6 +88,7 @@ class Consumer:
         isolation_level: str = "read_uncommitted",
         request_timeout_ms: int = 30_000,
         retry_backoff_ms: int = 100,
+        security: ClientSecurity | None = None,
     ) -> None:
         sequence = next(_client_ids)
         self.config = ConsumerConfig(
@@ -117,7 +119,7 @@ class Consumer:
         self._listener = _Listener()
         self._callbacks = PendingCallbacks()
         self._io = IoThread("replog-consumer-io")
-        self._channels = Channels()
+        self._channels = Channels(security)
         self._metadata = MetadataManager(
             addresses, self._channels, request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,
         )

@@ -19,6 +19,7 @@ from replog.api.controller.v1 import controller_pb2_grpc
 from replog.api.coordinator.v1 import coordinator_pb2_grpc
 from replog.api.metadata.v1 import metadata_pb2_grpc
 from replog.client.errors import ClientError, ClientTimeoutError
+from replog.rpc import channels
 from replog.rpc.request_stream import RequestStream
 
 T = TypeVar("T")
@@ -103,7 +104,8 @@ async def _settle_tasks() -> None:
 class Channels:
     """One grpc.aio channel per address, reused by every request to it. Used only on the loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, security: channels.ClientSecurity | None = None) -> None:
+        self._security = security
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[tuple[str, type], Any] = {}
         self._streams: dict[tuple[str, str], RequestStream] = {}
@@ -113,7 +115,7 @@ class Channels:
         if stub is None:
             channel = self._channels.get(address)
             if channel is None:
-                channel = self._channels[address] = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+                channel = self._channels[address] = channels.aio_channel(address, CHANNEL_OPTIONS, self._security)
             stub = self._stubs[(address, stub_type)] = stub_type(channel)
         return stub
 

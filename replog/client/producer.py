@@ -41,6 +41,7 @@ from replog.client.types import (
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.producer import ProducerTxnEvent, ProducerTxnState
 from replog.protocol.compression import Compression
+from replog.rpc.channels import ClientSecurity
 
 
 class RecordFuture:
@@ -158,6 +159,7 @@ class Producer:
         enable_idempotence: bool | None = None,
         transactional_id: str | None = None,
         transaction_timeout_ms: int = 60_000,
+        security: ClientSecurity | None = None,
     ) -> None:
         acks_value = parse_acks(acks)
         if enable_idempotence is None:
@@ -191,7 +193,7 @@ class Producer:
         self._block_s = max_block_ms / 1000
         self._closed = False
         self._io = IoThread("replog-producer-io")
-        self._channels = Channels()
+        self._channels = Channels(security)
         self._metadata = MetadataManager(
             addresses, self._channels,
             request_timeout_ms=request_timeout_ms, retry_backoff_ms=retry_backoff_ms,

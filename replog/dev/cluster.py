@@ -14,6 +14,7 @@ from typing import Any
 
 from replog.core.invariant import require
 from replog.dev import prometheus
+from replog.dev import tls as dev_tls
 from replog.dev.cluster_file import CLUSTER_FILE, DEFAULT_DATA_DIR, Cluster, Member, find_data_dir
 from replog.dev.ports import HOST, choose_ports
 from replog.dev.processes import (
@@ -27,6 +28,7 @@ from replog.dev.processes import (
 )
 from replog.dev.properties import DEV_DEFAULTS, check_config_keys
 from replog.dev.supervise import start_member, start_prometheus, start_zookeeper, wait_member
+from replog.rpc.channels import ClientSecurity
 
 __all__ = ["DEFAULT_DATA_DIR", "SIGNALS", "Cluster", "Member", "down", "find_data_dir", "kill", "start", "status",
            "up"]
@@ -47,8 +49,12 @@ def up(
     config: Mapping[str, str],
     monitoring: bool = False,
     log_format: str = "text",
+    tls: bool = False,
+    authorizer: bool = False,
 ) -> Cluster:
-    """Start the cluster (created if new); with `monitoring`, a Prometheus that scrapes it too.
+    """Start the cluster (created if new); with `monitoring`, a Prometheus that scrapes it too;
+    with `tls`, every listener TLS with client certificates required (created with the cluster);
+    with `authorizer`, ACLs checked, the services and admin as super users.
     A cluster that had a Prometheus keeps it when started again."""
     data_dir = os.path.abspath(data_dir)
     check_config_keys(config)
@@ -56,7 +62,14 @@ def up(
         raise DevError("a cluster needs at least one broker and one controller.")
     if monitoring:
         prometheus.check_installed()
+    if authorizer:
+        config = {"authorizer.class.name": "AclAuthorizer", "super.users": dev_tls.SUPER_USERS, **config}
     cluster = _existing_or_new(data_dir, brokers, controllers, zookeeper_address, base_port, config)
+    if tls and cluster.tls is None:
+        if any(member.pid for member in cluster.members()) or os.path.exists(cluster.broker_log_dir(1)):
+            raise DevError(f"the cluster in {data_dir} was created without --tls; create a new one with --tls "
+                           "in another --data-dir.")
+        cluster.state["tls"] = dev_tls.create(data_dir)
     cluster.state["log_format"] = log_format
     if monitoring and cluster.prometheus is None:
         taken = {int(address.rsplit(":", 1)[1]) for member in cluster.members()
@@ -197,7 +210,7 @@ def status(cluster: Cluster) -> dict[str, Any]:
     for member in cluster.members("controller"):
         report["controllers"].append({
             "id": member.id, "pid": member.pid, "address": member.address,
-            "alive": member.alive, "active": _is_active(member),
+            "alive": member.alive, "active": _is_active(member, cluster.security),
         })
     for member in cluster.members("metadata"):
         report["metadata"].append({"pid": member.pid, "address": member.address, "alive": member.alive})
@@ -208,8 +221,8 @@ def status(cluster: Cluster) -> dict[str, Any]:
     return report
 
 
-def _is_active(member: Member) -> bool:
+def _is_active(member: Member, security: ClientSecurity) -> bool:
     """A controller's own word, from its metrics: a paused process cannot answer, so is not active."""
     if not member.alive or is_stopped(member.pid, member.marker):
         return False
-    return scrape_metric(member.metrics_address, "replog_active_controller_count") == 1.0
+    return scrape_metric(member.metrics_address, "replog_active_controller_count", security=security) == 1.0

@@ -14,6 +14,7 @@ from typing import Any
 
 from replog.dev import zookeeper
 from replog.dev.processes import DevError, is_alive
+from replog.rpc.channels import ClientSecurity
 
 CLUSTER_FILE = "cluster.json"
 DEFAULT_DATA_DIR = ".replog"
@@ -130,6 +131,19 @@ class Cluster:
     def zookeeper_marker(self) -> str:
         """ZooKeeper's config file, on its command line and no other's."""
         return os.path.join(self.data_dir, "zookeeper", "zoo.cfg")
+
+    @property
+    def tls(self) -> dict[str, Any] | None:
+        """The CA and certificates of a `dev up --tls` cluster (replog.dev.tls), or None."""
+        return self.state.get("tls")
+
+    @property
+    def security(self) -> ClientSecurity:
+        """How commands reach this cluster: with the admin certificate under --tls, else plaintext."""
+        if self.tls is None:
+            return ClientSecurity()
+        admin = self.tls["identities"]["admin"]
+        return ClientSecurity(self.tls["cafile"], admin["certfile"], admin["keyfile"])
 
     @property
     def log_format(self) -> str:

@@ -6,6 +6,7 @@ import os
 import random
 import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.request
@@ -13,6 +14,8 @@ from collections.abc import Callable, Sequence
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from replog.rpc import channels
 
 
 class DevError(Exception):
@@ -140,9 +143,9 @@ def _ephemeral_port_min() -> int:
         return 32_768
 
 
-def health_status(address: str, timeout_s: float = 1.0) -> str:
+def health_status(address: str, timeout_s: float = 1.0, security: channels.ClientSecurity | None = None) -> str:
     """The gRPC health of a server: SERVING, NOT_SERVING, or UNREACHABLE."""
-    with grpc.insecure_channel(address) as channel:
+    with channels.channel(address, security=security) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         try:
             response = stub.Check(health_pb2.HealthCheckRequest(), timeout=timeout_s)
@@ -151,13 +154,14 @@ def health_status(address: str, timeout_s: float = 1.0) -> str:
     return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
 
 
-def wait_serving(name: str, address: str, pid: int, marker: str, log_path: str) -> None:
+def wait_serving(name: str, address: str, pid: int, marker: str, log_path: str,
+                 security: channels.ClientSecurity | None = None) -> None:
     """Wait until a started process reports SERVING; if it dies, say why from its log."""
 
     def ready() -> bool:
         if not is_alive(pid, marker):
             raise DevError(f"{name} exited while starting. The end of {log_path}:\n{tail(log_path)}")
-        return health_status(address, timeout_s=0.5) == "SERVING"
+        return health_status(address, timeout_s=0.5, security=security) == "SERVING"
 
     if not wait_until(ready, HEALTH_WAIT_S_MAX):
         raise DevError(
@@ -177,10 +181,13 @@ def tail(path: str, lines: int = 15) -> str:
     return "\n".join("    " + line for line in text.splitlines()[-lines:])
 
 
-def scrape_metric(metrics_address: str, name: str, timeout_s: float = 1.0) -> float | None:
-    """One unlabelled sample from a Prometheus /metrics endpoint, or None if unavailable."""
+def scrape_metric(metrics_address: str, name: str, timeout_s: float = 1.0,
+                  security: channels.ClientSecurity | None = None) -> float | None:
+    """One unlabelled sample from a Prometheus /metrics endpoint (HTTPS under TLS), or None if unavailable."""
+    context = metrics_client_context(security) if security is not None and security.tls else None
+    url = f"{'https' if context else 'http'}://{metrics_address}/metrics"
     try:
-        with urllib.request.urlopen(f"http://{metrics_address}/metrics", timeout=timeout_s) as response:
+        with urllib.request.urlopen(url, timeout=timeout_s, context=context) as response:
             body = response.read().decode()
     except OSError:
         return None
@@ -188,3 +195,11 @@ def scrape_metric(metrics_address: str, name: str, timeout_s: float = 1.0) -> fl
         if line.startswith(name + " "):
             return float(line.split()[1])
     return None
+
+
+def metrics_client_context(security: channels.ClientSecurity) -> ssl.SSLContext:
+    """A client context for a TLS /metrics port: verify it by the CA, present the client certificate."""
+    context = ssl.create_default_context(cafile=security.cafile)
+    if security.certfile:
+        context.load_cert_chain(security.certfile, security.keyfile)
+    return context

@@ -37,6 +37,15 @@ scrape_configs:
         refresh_interval: 5s
 """
 
+# Under `dev up --tls` the /metrics ports are HTTPS and want a client certificate.
+TLS_TEMPLATE = """\
+    scheme: https
+    tls_config:
+      ca_file: {cafile}
+      cert_file: {certfile}
+      key_file: {keyfile}
+"""
+
 
 def directory(cluster: Cluster) -> str:
     return os.path.join(cluster.data_dir, "prometheus")
@@ -59,8 +68,12 @@ def write_files(cluster: Cluster) -> None:
                for member in cluster.members()]
     _write(os.path.join(folder, TARGETS_FILE), json.dumps(targets, indent=2) + "\n")
     _write(os.path.join(folder, RULES_FILE), rules.rule_file(dev=True))
-    _write(cluster.prometheus_marker, CONFIG_TEMPLATE.format(data_dir=cluster.data_dir, interval=SCRAPE_INTERVAL_S,
-                                                        rules=RULES_FILE, targets=TARGETS_FILE))
+    config = CONFIG_TEMPLATE.format(data_dir=cluster.data_dir, interval=SCRAPE_INTERVAL_S, rules=RULES_FILE,
+                                    targets=TARGETS_FILE)
+    if cluster.tls is not None:
+        security = cluster.security
+        config += TLS_TEMPLATE.format(cafile=security.cafile, certfile=security.certfile, keyfile=security.keyfile)
+    _write(cluster.prometheus_marker, config)
 
 
 def start(cluster: Cluster, address: str, log_path: str) -> int:

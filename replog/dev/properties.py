@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 
 from replog.config import Setting
+from replog.dev import tls as dev_tls
 from replog.dev.cluster_file import Cluster, Member
 from replog.dev.processes import DevError
 
@@ -54,6 +55,8 @@ def write_properties(cluster: Cluster, member: Member) -> str:
         settings.update({"broker.id": str(member.id), "log.dirs": cluster.broker_log_dir(member.id)})
     elif member.kind == "controller":
         settings["controller.id"] = str(member.id)
+    if cluster.tls is not None:
+        settings.update(dev_tls.member_properties(cluster.tls, member.kind))
     settings.update(_applicable(cluster.state["config"], member.kind))
     path = cluster.properties_path(member.kind, member.id)
     with open(path, "w", encoding="utf-8") as handle:

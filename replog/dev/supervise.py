@@ -41,7 +41,7 @@ def start_member(cluster: Cluster, member: Member) -> None:
 def wait_member(cluster: Cluster, member: Member) -> None:
     """Wait until the started member answers SERVING on its health service."""
     require(member.pid is not None, "%s is waited for, but no process of it was started", member.name)
-    wait_serving(member.name, member.address, member.pid, member.marker, cluster.log_path(member))
+    wait_serving(member.name, member.address, member.pid, member.marker, cluster.log_path(member), cluster.security)
 
 
 def start_prometheus(cluster: Cluster) -> None:

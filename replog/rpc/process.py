@@ -9,7 +9,9 @@ import sys
 from collections.abc import Callable, Sequence
 
 from replog import config as configuration
-from replog.rpc import logs, server
+from replog.rpc import channels, logs, server
+from replog.security.tls import service_client_security
+from replog.zk import session
 from replog.zk.store import StoreError
 
 
@@ -46,6 +48,9 @@ def main(
             env=os.environ,
             overrides=configuration.parse_overrides(args.override),
         )
+        channels.set_default(service_client_security(config))
+        if "zookeeper.connect" in config:
+            session.set_default_auth(session.ZkAuth.from_config(config))
         service = build(config)
     except configuration.ConfigError as error:
         print(f"replog {name}: {error}", file=sys.stderr)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import threading
 import time
+import wsgiref.simple_server
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
@@ -19,6 +21,12 @@ from replog.config import Config, HostPort
 from replog.core.errors import ErrorCode
 from replog.rpc import status
 from replog.rpc.heap import freeze_heap
+from replog.security.authenticate import Authenticator
+from replog.security.authorizer import Authorizer
+from replog.security.interceptor import SecurityInterceptor
+from replog.security.limits import LimitsInterceptor, limits_of
+from replog.security.quotas import QuotaInterceptor, QuotaManager
+from replog.security.tls import ServerTls, grpc_server_credentials, metrics_ssl_context
 
 log = logging.getLogger(__name__)
 
@@ -96,18 +104,38 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
     ]
 
 
-def start_metrics_endpoint(host: str, port: int) -> int:
-    """Serve /metrics in a background thread; returns the bound port."""
-    server, _ = prometheus_client.start_http_server(port, addr=host)
-    return server.server_port
+def start_metrics_endpoint(host: str, port: int, tls: ServerTls | None = None) -> int:
+    """Serve /metrics (HTTPS under `tls`) in a background thread; returns the bound port."""
+    if tls is None:
+        server, _ = prometheus_client.start_http_server(port, addr=host)
+        return server.server_port
+    httpd = wsgiref.simple_server.make_server(host, port, prometheus_client.make_wsgi_app(),
+                                              prometheus_client.exposition.ThreadingWSGIServer,
+                                              handler_class=_QuietHandler)
+    # The handshake happens in the request's own thread: a client that stalls it holds only that one.
+    httpd.socket = metrics_ssl_context(tls).wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
+    threading.Thread(target=httpd.serve_forever, name="metrics", daemon=True).start()
+    return httpd.server_port
+
+
+class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
+    """Scrapes are not worth a log line each."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
 
 async def serve(name: str, service: Service, listener: HostPort, config: Config) -> None:
     """Run one service until SIGTERM or SIGINT, then stop it gracefully."""
-    server = grpc.aio.server(
-        interceptors=[_MetricsInterceptor()],
-        options=channel_options(config["socket.request.max.bytes"]),
-    )
+    authenticator = Authenticator.from_config(config)
+    authorizer = Authorizer.from_config(config)
+    interceptors: list[grpc.aio.ServerInterceptor] = [_MetricsInterceptor(), LimitsInterceptor(limits_of(config))]
+    if authorizer is not None or config["token.hmac.secret.file"] or config["token.public.key.file"]:
+        interceptors.append(SecurityInterceptor(authenticator, authorizer))
+    quotas = QuotaManager.from_config(config)
+    if quotas is not None:
+        interceptors.append(QuotaInterceptor(authenticator, quotas))
+    server = grpc.aio.server(interceptors=interceptors, options=channel_options(config["socket.request.max.bytes"]))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = list(service.add_to_server(server))
@@ -119,15 +147,24 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
         server,
     )
     address = f"{listener.host}:{listener.port}"
+    tls = ServerTls.from_config(config)
     try:
-        bound = server.add_insecure_port(address)
+        if tls is not None:
+            bound = server.add_secure_port(address, grpc_server_credentials(tls))
+        else:
+            bound = server.add_insecure_port(address)
     except RuntimeError:
         bound = 0
     if bound == 0:
         raise SystemExit(f"{name}: cannot listen on {address}: the port is in use or the address is not local.")
-    metrics_port = start_metrics_endpoint(listener.host, config["metrics.port"])
+    health_server = await _start_health_server(health_servicer, listener.host, config["health.port"])
+    metrics_port = start_metrics_endpoint(listener.host, config["metrics.port"], tls)
+    for watcher in (authorizer, quotas):  # the ACLs and quotas are in before the first request
+        if watcher is not None:
+            await watcher.start(config["zookeeper.connection.timeout.ms"] / 1000, config["zookeeper.connect"])
     await server.start()
-    log.info("%s listening on %s:%d, metrics on port %d", name, listener.host, bound, metrics_port)
+    log.info("%s listening on %s:%d (%s), metrics on port %d", name, listener.host, bound,
+             f"TLS, client certificates {tls.client_auth}" if tls else "plaintext", metrics_port)
 
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -158,7 +195,30 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
     finally:
         stopper.cancel()
         await server.stop(config["shutdown.grace.ms"] / 1000)
+        if health_server is not None:
+            await health_server.stop(0)
+        for watcher in (authorizer, quotas):
+            if watcher is not None:
+                await watcher.stop()
     log.info("%s stopped", name)
+
+
+async def _start_health_server(health_servicer: health.aio.HealthServicer, host: str,
+                               port: int) -> grpc.aio.Server | None:
+    """The health service alone on a plaintext port: the kubelet's gRPC probes cannot speak TLS,
+    and the answer (SERVING or not) tells nobody anything else."""
+    if port == 0:
+        return None
+    server = grpc.aio.server()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError:
+        bound = 0
+    if bound == 0:
+        raise SystemExit(f"cannot listen on {host}:{port} (health.port): the port is in use.")
+    await server.start()
+    return server
 
 
 async def _mark(health_servicer: health.aio.HealthServicer, names: Sequence[str], status: int) -> None:

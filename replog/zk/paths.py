@@ -12,6 +12,22 @@ LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 # The states the controller's latest write changed, set in the same multi (replog's own znode).
 PARTITION_STATE_NOTIFICATION = "/partition_state_notification"
 
+# ACLs as Kafka stored them (DESIGN §18): literal patterns under ACLS/<ResourceType>/<name>,
+# prefixed ones under ACLS_EXTENDED/prefixed/<ResourceType>/<name>; each change adds a
+# sequential znode under the matching changes path.
+ACLS = "/kafka-acl"
+ACLS_EXTENDED = "/kafka-acl-extended"
+ACL_CHANGES = "/kafka-acl-changes"
+ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
+ACL_CHANGE_PREFIX = "acl_changes_"
+
+# Quotas as Kafka stored them: CONFIG_USERS/<user> and CONFIG_CLIENTS/<client id>, each
+# {"version":1,"config":{...}}; each change adds a sequential znode under CONFIG_CHANGES.
+CONFIG_USERS = "/config/users"
+CONFIG_CLIENTS = "/config/clients"
+CONFIG_CHANGES = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
+
 # Created once by whichever process gets there first; never deleted.
 PERSISTENT_ROOTS = (BROKER_IDS, BROKER_TOPICS, CONFIG_TOPICS, ADMIN_DELETE_TOPICS, "/cluster",
                     PARTITION_STATE_NOTIFICATION)

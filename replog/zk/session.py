@@ -10,15 +10,101 @@ threads meet the loop; the other modules of replog.zk build requests on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.retry import KazooRetry
+from kazoo.security import ACL, Id, Permissions, make_digest_acl
 
+from replog.config import ConfigError
 from replog.core.invariant import InvariantViolation
 from replog.zk import metrics, paths
 from replog.zk.errors import StoreError
+
+
+@dataclasses.dataclass(frozen=True)
+class ZkAuth:
+    """The digest identity a process authenticates with, and whether the znodes it creates are
+    writable by that identity only (Kafka's zookeeper.set.acl; everyone may still read them)."""
+
+    username: str
+    password: str
+    set_acl: bool = False
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> ZkAuth | None:
+        path, set_acl = config["zookeeper.auth.digest.file"], config["zookeeper.set.acl"]
+        if not path:
+            if set_acl:
+                raise ConfigError("zookeeper.set.acl=true needs zookeeper.auth.digest.file: the user:password "
+                                  "whose znodes they are.")
+            return None
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read().strip()
+        except OSError as error:
+            raise ConfigError(f"cannot read zookeeper.auth.digest.file {path}: {error.strerror}.") from None
+        username, sep, password = text.partition(":")
+        if not sep or not username or not password:
+            raise ConfigError(f"zookeeper.auth.digest.file {path} must hold user:password on one line.")
+        return cls(username, password, set_acl)
+
+    def client_arguments(self) -> dict[str, Any]:
+        arguments: dict[str, Any] = {"auth_data": [("digest", f"{self.username}:{self.password}")]}
+        if self.set_acl:
+            arguments["default_acl"] = [make_digest_acl(self.username, self.password, all=True),
+                                        ACL(Permissions.READ, Id("world", "anyone"))]
+        return arguments
+
+
+_auth: ZkAuth | None = None
+
+
+def set_default_auth(auth: ZkAuth | None) -> None:
+    """The identity every kazoo client of this process uses from now on (set once at start)."""
+    global _auth
+    _auth = auth
+
+
+def new_client(connect: str, session_timeout_s: float, auth: ZkAuth | None = None) -> KazooClient:
+    """A kazoo client as every replog process makes them: it retries a lost connection forever
+    (a process keeps trying to reach ZooKeeper rather than dying; expiry is reported apart), and
+    authenticates as the process's ZkAuth."""
+    auth = auth or _auth
+    return KazooClient(
+        hosts=connect,
+        timeout=session_timeout_s,
+        connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
+        command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
+        **(auth.client_arguments() if auth else {}),
+    )
+
+
+def ensure_chroot(connect: str, session_timeout_s: float, connection_timeout_s: float) -> None:
+    """Create the chroot of `zookeeper.connect` (host:port/chroot) if missing, as Kafka does."""
+    hosts, _, chroot = connect.partition("/")
+    if not chroot.strip("/"):
+        return
+    root = new_client(hosts, session_timeout_s)
+    root.start(connection_timeout_s)
+    try:
+        root.ensure_path("/" + chroot.strip("/"))
+    finally:
+        root.stop()
+        root.close()
+
+
+async def start_watcher(start: Callable[[float], None], connect: str, timeout_s: float, what: str) -> None:
+    """Run a kazoo-thread watcher's blocking `start(timeout_s)` (after creating the chroot) from
+    the loop; a ZooKeeper that cannot be reached is one sentence naming `what` was being read."""
+    try:
+        await asyncio.to_thread(ensure_chroot, connect, timeout_s, timeout_s)
+        await asyncio.to_thread(start, timeout_s)
+    except Exception as error:  # kazoo raises its own timeout type
+        raise StoreError(f"could not read {what} from ZooKeeper at {connect} "
+                         f"({error or type(error).__name__}); is it running?") from None
 
 
 class ZkSession:
@@ -30,13 +116,7 @@ class ZkSession:
         self._connection_timeout_s = connection_timeout_ms / 1000
         # Retry forever on connection loss: a process keeps trying to reach ZooKeeper
         # rather than dying; session expiry is reported separately.
-        retry = KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0)
-        self.client = KazooClient(
-            hosts=connect,
-            timeout=self._session_timeout_s,
-            connection_retry=retry,
-            command_retry=KazooRetry(max_tries=5, delay=0.1, max_delay=1.0),
-        )
+        self.client = new_client(connect, self._session_timeout_s)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session_lost_handlers: list[Callable[[], None]] = []
         self._session_restored_handlers: list[Callable[[], None]] = []
@@ -68,17 +148,7 @@ class ZkSession:
         await asyncio.to_thread(self.client.close)
 
     def _ensure_chroot(self) -> None:
-        """Create the chroot of `zookeeper.connect` (host:port/chroot) if missing, as Kafka does."""
-        hosts, _, chroot = self._connect.partition("/")
-        if not chroot.strip("/"):
-            return
-        root = KazooClient(hosts=hosts, timeout=self._session_timeout_s)
-        root.start(self._connection_timeout_s)
-        try:
-            root.ensure_path("/" + chroot.strip("/"))
-        finally:
-            root.stop()
-            root.close()
+        ensure_chroot(self._connect, self._session_timeout_s, self._connection_timeout_s)
 
     @property
     def session_id(self) -> int | None:

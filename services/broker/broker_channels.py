@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import grpc
 
+from replog.rpc import channels
 from replog.rpc.server import channel_options
 
 
@@ -16,7 +17,7 @@ class BrokerChannels:
     def get(self, address: str) -> grpc.aio.Channel:
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = grpc.aio.insecure_channel(address, options=self._options)
+            channel = self._channels[address] = channels.aio_channel(address, self._options)
         return channel
 
     async def close(self) -> None:

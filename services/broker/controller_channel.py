@@ -18,7 +18,7 @@ from replog.core.errors import ErrorCode
 from replog.core.messages import AlterPartitionRequest, AlterPartitionResponse
 from replog.core.topic_partition import TopicPartition
 from replog.core.topic_plan import NewTopic, TopicOutcome
-from replog.rpc import controller_convert
+from replog.rpc import channels, controller_convert
 from replog.rpc.server import channel_options
 from replog.zk.store import ControllerInfo
 
@@ -118,7 +118,7 @@ class ControllerChannel:
     def _channel_to(self, controller: ControllerInfo) -> grpc.aio.Channel:
         """The channel to the active controller (the one /controller named last)."""
         if self._channel is None:
-            self._channel = grpc.aio.insecure_channel(f"{controller.host}:{controller.port}", options=self._options)
+            self._channel = channels.aio_channel(f"{controller.host}:{controller.port}", self._options)
         return self._channel
 
     def propose(self, topic: str, partition: int, proposal_id: int, request: AlterPartitionRequest) -> None:

@@ -29,6 +29,7 @@ from replog.core.fetch_session import SESSION_NONE, FollowerSession
 from replog.core.messages import SendFetch
 from replog.core.partition_driver import PartitionDriver
 from replog.core.topic_partition import TopicPartition
+from replog.rpc import channels
 from replog.rpc.broker_convert import fetch_response_of, fill_follower_fetch, partition_fetch_from
 from replog.rpc.request_stream import RequestStream, StreamError
 from replog.rpc.server import channel_options
@@ -128,7 +129,7 @@ class LeaderFetcher:
             self._close_stream()
             if self._channel is not None:
                 asyncio.get_running_loop().create_task(self._channel.close())
-            channel = self._channel = grpc.aio.insecure_channel(address, options=self._options)
+            channel = self._channel = channels.aio_channel(address, self._options)
             self._channel_address = address
             self._stream = RequestStream(lambda: broker_pb2_grpc.BrokerServiceStub(channel).FetchStream())
         return self._stream

@@ -29,6 +29,7 @@ from replog.api.common.v1 import common_pb2
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
 from replog.rpc import broker_convert
+from replog.rpc import channels as rpc_channels
 from replog.rpc.server import channel_options
 from replog.zk.store import BrokerRegistration
 
@@ -56,8 +57,8 @@ class BrokerChannel:
         self.registration = registration
         self._header = broker_convert.ControllerHeader(controller_id, controller_epoch, registration.broker_epoch)
         self._timeout_s = timeout_s
-        self._channel = grpc.aio.insecure_channel(
-            f"{registration.host}:{registration.port}", options=channel_options(message_bytes_max))
+        self._channel = rpc_channels.aio_channel(
+            f"{registration.host}:{registration.port}", channel_options(message_bytes_max))
         self._stub = broker_pb2_grpc.BrokerServiceStub(self._channel)
         self._leader_and_isr: dict[TopicPartition, broker_pb2.LeaderAndIsrPartitionState] = {}
         self._live_leaders: dict[int, common_pb2.BrokerEndpoint] = {}

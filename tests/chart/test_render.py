@@ -11,8 +11,12 @@ import yaml
 from tests.chart.chart import CHART, NAMESPACE, container, env, named, notes, of_kind, refusal, render
 
 KUBERNETES_VERSIONS = ("1.30.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0")
-# Prometheus Operator's kinds are CRDs: no Kubernetes schema knows them.
-CUSTOM_KINDS = {"ServiceMonitor", "PodMonitor", "PrometheusRule"}
+# Prometheus Operator's and cert-manager's kinds are CRDs: no Kubernetes schema knows them.
+CUSTOM_KINDS = {"ServiceMonitor": "monitoring.coreos.com/v1", "PodMonitor": "monitoring.coreos.com/v1",
+                "PrometheusRule": "monitoring.coreos.com/v1", "Certificate": "cert-manager.io/v1"}
+SECURE = {"tls": {"enabled": True, "certManager": {"enabled": True, "issuerRef": {"name": "ca-issuer"}}},
+          "authorizer": {"enabled": True}, "zookeeper": {"auth": {"existingSecret": "zookeeper-digest"}},
+          "topics": [{"name": "orders", "partitions": 3, "replicationFactor": 3}]}
 
 FIVE_BROKERS = {
     "brokers": [
@@ -37,6 +41,7 @@ VALUE_SETS = {
     "rack awareness and autoscaling": {"rackAwareness": {"enabled": True},
                                        "metadata": {"autoscaling": {"enabled": True}}},
     "closed network": {"networkPolicy": {"allowExternal": False}},
+    "mTLS, ACLs and ZooKeeper credentials": SECURE,
 }
 
 
@@ -51,7 +56,7 @@ def test_every_object_is_valid_for_kubernetes_1_30_to_1_34(values):
     for version in KUBERNETES_VERSIONS:
         for obj in objects:
             if obj["kind"] in CUSTOM_KINDS:
-                assert obj["apiVersion"] == "monitoring.coreos.com/v1"
+                assert obj["apiVersion"] == CUSTOM_KINDS[obj["kind"]]
                 continue
             try:
                 kubernetes_validate.validate(obj, version, strict=True)
@@ -199,9 +204,9 @@ def test_persistence_off_keeps_data_in_an_empty_dir():
 
 def test_metrics_switches_add_the_monitors_rules_and_dashboards_and_are_off_by_default():
     kinds = {o["kind"] for o in render()}
-    assert not kinds & CUSTOM_KINDS
+    assert not kinds & set(CUSTOM_KINDS)
     objects = render(VALUE_SETS["metrics on"])
-    assert {o["kind"] for o in objects} >= CUSTOM_KINDS
+    assert {o["kind"] for o in objects} >= {"ServiceMonitor", "PodMonitor", "PrometheusRule"}
     assert named(objects, "PodMonitor", "replog")["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
     # Every alert rule and every dashboard that replog/monitoring generates, as generated.
     rules = yaml.safe_load((CHART / "rules" / "replog.rules.yaml").read_text())
@@ -261,8 +266,39 @@ REFUSALS = {
     "an even ZooKeeper ensemble": ({"zookeeper": {"replicas": 2}}, ["/zookeeper/replicas"]),
     "a setting the chart owns": ({"brokers": [{"id": 1, "config": {"log.dirs": "/data"}}]},
                                  ["brokers[id=1].config: log.dirs is set by the chart (from the broker's volume)"]),
-    "TLS before listeners take it": ({"tls": {"enabled": True}}, ["tls.enabled"]),
+    "TLS without a Secret": ({"tls": {"enabled": True}}, ["tls.enabled: name the Secret", "tls.certManager"]),
+    "cert-manager without an issuer": ({"tls": {"enabled": True, "certManager": {"enabled": True}}},
+                                       ["tls.certManager.issuerRef.name"]),
 }
+
+
+def test_under_tls_every_pod_mounts_the_secret_and_probes_a_plaintext_health_port():
+    objects = render(SECURE) + render(SECURE, tests=True)
+    workloads = [*brokers_of(objects), *of_kind(objects, "Deployment")]
+    assert len(workloads) == 5
+    for workload in workloads:
+        main = container(workload)
+        settings = env(main)
+        assert settings["REPLOG_SSL_CERTFILE"] == "/etc/replog/tls/tls.crt"
+        assert settings["REPLOG_SSL_CLIENT_AUTH"] == "required"
+        assert settings["REPLOG_SSL_SERVER_NAME"] == "replog"
+        assert settings["REPLOG_AUTHORIZER_CLASS_NAME"] == "AclAuthorizer"
+        assert settings["REPLOG_ZOOKEEPER_SET_ACL"] == "true"
+        assert {m["mountPath"] for m in main["volumeMounts"]} >= {"/etc/replog/tls", "/etc/replog/zookeeper"}
+        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+            assert main[probe]["grpc"]["port"] == 9095 == int(settings["REPLOG_HEALTH_PORT"])
+        secrets = {v["secret"]["secretName"] for v in workload["spec"]["template"]["spec"]["volumes"] if "secret" in v}
+        assert secrets == {"replog-tls", "zookeeper-digest"}
+    clients = [container(job) for job in of_kind(objects, "Job")] + [pod["spec"]["containers"][0]
+                                                                       for pod in of_kind(objects, "Pod")]
+    assert len(clients) == 2
+    for client in clients:
+        assert env(client)["REPLOG_SSL_CAFILE"] == "/etc/replog/tls/ca.crt"
+    certificate = named(objects, "Certificate", "replog-tls")
+    assert certificate["spec"]["secretName"] == "replog-tls"
+    assert set(certificate["spec"]["dnsNames"]) >= {"replog", "replog-metadata.streaming.svc.cluster.local",
+                                                    "*.replog-broker.streaming.svc.cluster.local"}
+    assert certificate["spec"]["usages"][:2] == ["server auth", "client auth"]
 
 
 @pytest.mark.parametrize("values, phrases", REFUSALS.values(), ids=REFUSALS.keys())

@@ -10,7 +10,7 @@ import time
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from replog.config import Config, HostPort
+from replog.config import SERVER_SETTINGS, Config, HostPort
 from replog.dev.processes import free_port
 from replog.rpc.server import serve
 
@@ -64,7 +64,8 @@ def test_health_says_serving_only_between_a_finished_start_and_the_stop():
         listener = HostPort("127.0.0.1", free_port("127.0.0.1"))
         service = Starting()
         service.address = str(listener)
-        config = Config({"socket.request.max.bytes": 1 << 20, "metrics.port": 0, "shutdown.grace.ms": 1000}, {})
+        defaults = {setting.name: setting.default for setting in SERVER_SETTINGS}
+        config = Config({**defaults, "socket.request.max.bytes": 1 << 20, "shutdown.grace.ms": 1000}, {})
         running = asyncio.create_task(serve("test", service, listener, config))
         await until(service.address, ["NOT_SERVING", "NOT_SERVING"])
         service.may_finish_start.set()
@@ -74,3 +75,43 @@ def test_health_says_serving_only_between_a_finished_start_and_the_stop():
         return service.said_while_stopping
 
     assert asyncio.run(scenario()) == ["NOT_SERVING", "NOT_SERVING"]
+
+
+def test_under_tls_the_health_port_answers_probes_in_plaintext_and_the_listener_does_not(tmp_path):
+    """The kubelet's gRPC probes speak no TLS: health.port serves them the same answers."""
+    from replog.rpc.channels import ClientSecurity
+    from replog.rpc.channels import set_default as set_default_security
+    from replog.security.dev_ca import Authority
+
+    ca = Authority.create(str(tmp_path))
+    files = ca.issue(str(tmp_path), "service")
+
+    async def scenario() -> tuple[str, str]:
+        listener = HostPort("127.0.0.1", free_port("127.0.0.1"))
+        health_address = f"127.0.0.1:{free_port('127.0.0.1', {listener.port})}"
+        service = Starting()
+        service.address = health_address
+        defaults = {setting.name: setting.default for setting in SERVER_SETTINGS}
+        config = Config({**defaults, "socket.request.max.bytes": 1 << 20, "shutdown.grace.ms": 1000,
+                         "ssl.certfile": files.certfile, "ssl.keyfile": files.keyfile, "ssl.cafile": files.cafile,
+                         "health.port": int(health_address.rsplit(":", 1)[1])}, {})
+        running = asyncio.create_task(serve("test", service, listener, config))
+        service.may_finish_start.set()
+        await until(health_address, ["SERVING", "SERVING"])
+        try:
+            await statuses(str(listener))
+            plaintext_on_listener = "OK"
+        except grpc.aio.AioRpcError as error:
+            plaintext_on_listener = error.code().name
+        set_default_security(ClientSecurity(files.cafile, files.certfile, files.keyfile))
+        try:
+            from replog.dev.processes import health_status
+
+            over_tls = await asyncio.to_thread(health_status, str(listener))
+        finally:
+            set_default_security(None)
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.wait_for(running, WAIT_S_MAX)
+        return plaintext_on_listener, over_tls
+
+    assert asyncio.run(scenario()) == ("UNAVAILABLE", "SERVING")

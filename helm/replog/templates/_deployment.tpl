@@ -70,21 +70,24 @@ spec:
             {{- with .env }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
+            {{- include "replog.securityEnv" $root | nindent 12 }}
             {{- include "replog.settingsEnv" (merge (dict) (default dict $v.config) (default dict $root.Values.config)) | nindent 12 }}
           ports:
             - {name: grpc, containerPort: {{ $v.port }}, protocol: TCP}
             - {name: metrics, containerPort: {{ $root.Values.metrics.port }}, protocol: TCP}
           startupProbe:
-            {{- include "replog.grpcProbe" (dict "port" $v.port "service" .grpcService "probe" (dict "periodSeconds" 2 "failureThreshold" 60)) | nindent 12 }}
+            {{- include "replog.grpcProbe" (dict "port" (int (include "replog.probePort" (dict "root" $root "port" $v.port))) "service" .grpcService "probe" (dict "periodSeconds" 2 "failureThreshold" 60)) | nindent 12 }}
           livenessProbe:
-            {{- include "replog.grpcProbe" (dict "port" $v.port "service" .grpcService "probe" (dict "periodSeconds" 10 "failureThreshold" 6)) | nindent 12 }}
+            {{- include "replog.grpcProbe" (dict "port" (int (include "replog.probePort" (dict "root" $root "port" $v.port))) "service" .grpcService "probe" (dict "periodSeconds" 10 "failureThreshold" 6)) | nindent 12 }}
           readinessProbe:
-            {{- include "replog.grpcProbe" (dict "port" $v.port "service" .grpcService "probe" (dict "periodSeconds" 5 "failureThreshold" 2)) | nindent 12 }}
+            {{- include "replog.grpcProbe" (dict "port" (int (include "replog.probePort" (dict "root" $root "port" $v.port))) "service" .grpcService "probe" (dict "periodSeconds" 5 "failureThreshold" 2)) | nindent 12 }}
           resources:
             {{- toYaml $v.resources | nindent 12 }}
           volumeMounts:
             - {name: tmp, mountPath: /tmp}
+            {{- include "replog.securityMounts" $root | nindent 12 }}
       volumes:
         - name: tmp
           emptyDir: {}
+        {{- include "replog.securityVolumes" $root | nindent 8 }}
 {{- end -}}

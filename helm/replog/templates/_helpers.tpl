@@ -108,3 +108,85 @@ periodSeconds: {{ .probe.periodSeconds }}
 failureThreshold: {{ .probe.failureThreshold }}
 timeoutSeconds: 3
 {{- end -}}
+
+{{/* The Secret with tls.crt, tls.key and ca.crt. */}}
+{{- define "replog.tlsSecret" -}}
+{{- default (printf "%s-tls" (include "replog.fullname" .)) .Values.tls.secretName -}}
+{{- end -}}
+
+{{/* The name the services are verified as: a SAN of their certificate. */}}
+{{- define "replog.tlsServerName" -}}
+{{- default (include "replog.fullname" .) .Values.tls.serverName -}}
+{{- end -}}
+
+{{/* How a client (a Job, a test) reaches a TLS cluster: the CA, the certificate, the name. */}}
+{{- define "replog.clientSecurityEnv" -}}
+{{- if .Values.tls.enabled }}
+- {name: REPLOG_SSL_CAFILE, value: /etc/replog/tls/ca.crt}
+- {name: REPLOG_SSL_CERTFILE, value: /etc/replog/tls/tls.crt}
+- {name: REPLOG_SSL_KEYFILE, value: /etc/replog/tls/tls.key}
+- {name: REPLOG_SSL_SERVER_NAME, value: {{ include "replog.tlsServerName" . | quote }}}
+{{- end }}
+{{- end -}}
+
+{{/* TLS, the authorizer and ZooKeeper's credentials as settings of a service (docs/SECURITY.md). */}}
+{{- define "replog.securityEnv" -}}
+{{- if .Values.tls.enabled }}
+- {name: REPLOG_SSL_CERTFILE, value: /etc/replog/tls/tls.crt}
+- {name: REPLOG_SSL_KEYFILE, value: /etc/replog/tls/tls.key}
+- {name: REPLOG_SSL_CAFILE, value: /etc/replog/tls/ca.crt}
+- {name: REPLOG_SSL_CLIENT_AUTH, value: {{ .Values.tls.clientAuth | quote }}}
+- {name: REPLOG_SSL_SERVER_NAME, value: {{ include "replog.tlsServerName" . | quote }}}
+- {name: REPLOG_SSL_PRINCIPAL_MAPPING_RULES, value: {{ .Values.tls.principalMappingRules | quote }}}
+- {name: REPLOG_HEALTH_PORT, value: {{ .Values.tls.healthPort | quote }}}
+{{- end }}
+{{- if .Values.authorizer.enabled }}
+- {name: REPLOG_AUTHORIZER_CLASS_NAME, value: AclAuthorizer}
+- {name: REPLOG_SUPER_USERS, value: {{ .Values.authorizer.superUsers | quote }}}
+{{- end }}
+{{- if .Values.zookeeper.auth.existingSecret }}
+- {name: REPLOG_ZOOKEEPER_AUTH_DIGEST_FILE, value: /etc/replog/zookeeper/digest}
+- {name: REPLOG_ZOOKEEPER_SET_ACL, value: "true"}
+{{- end }}
+{{- end -}}
+
+{{- define "replog.securityMounts" -}}
+{{- if .Values.tls.enabled }}
+- {name: tls, mountPath: /etc/replog/tls, readOnly: true}
+{{- end }}
+{{- if .Values.zookeeper.auth.existingSecret }}
+- {name: zookeeper-auth, mountPath: /etc/replog/zookeeper, readOnly: true}
+{{- end }}
+{{- end -}}
+
+{{- define "replog.securityVolumes" -}}
+{{- if .Values.tls.enabled }}
+- name: tls
+  secret: {secretName: {{ include "replog.tlsSecret" . | quote }}}
+{{- end }}
+{{- if .Values.zookeeper.auth.existingSecret }}
+- name: zookeeper-auth
+  secret:
+    secretName: {{ .Values.zookeeper.auth.existingSecret | quote }}
+    items: [{key: {{ .Values.zookeeper.auth.key | quote }}, path: digest}]
+{{- end }}
+{{- end -}}
+
+{{/* The port the kubelet's probes ask: the plaintext health port under TLS, else the listener.
+(dict "root" $ "port" 9092) */}}
+{{- define "replog.probePort" -}}
+{{- if .root.Values.tls.enabled -}}{{ .root.Values.tls.healthPort }}{{- else -}}{{ .port }}{{- end -}}
+{{- end -}}
+
+{{/* Under TLS the metrics ports speak HTTPS and, with clientAuth required, want the certificate too:
+Prometheus Operator reads them from the chart's Secret. */}}
+{{- define "replog.metricsTls" -}}
+{{- if .Values.tls.enabled }}
+scheme: https
+tlsConfig:
+  serverName: {{ include "replog.tlsServerName" . | quote }}
+  ca: {secret: {name: {{ include "replog.tlsSecret" . | quote }}, key: ca.crt}}
+  cert: {secret: {name: {{ include "replog.tlsSecret" . | quote }}, key: tls.crt}}
+  keySecret: {name: {{ include "replog.tlsSecret" . | quote }}, key: tls.key}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,105 @@
+"""Quotas in ZooKeeper, in Kafka's layout, and a cache the brokers keep by watching the changes.
+
+    /config/users/alice                   {"version":1,"config":{"producer_byte_rate":"1048576"}}
+    /config/clients/<default>             {"version":1,"config":{"consumer_byte_rate":"2097152"}}
+    /config/changes/config_change_0000003 {"version":2,"entity_path":"users/alice"}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import urllib.parse
+from collections.abc import Callable, Mapping
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError, NoNodeError
+
+from replog.core.quota import Quotas, parse_quota_configs
+from replog.zk import paths
+
+log = logging.getLogger(__name__)
+
+ENTITY_ROOTS = {"users": paths.CONFIG_USERS, "clients": paths.CONFIG_CLIENTS}
+CHANGES_KEPT_MAX = 100
+
+
+def entity_path(entity_type: str, name: str) -> str:
+    return f"{ENTITY_ROOTS[entity_type]}/{urllib.parse.quote(name, safe='<>')}"
+
+
+def read_entity(client: KazooClient, entity_type: str, name: str) -> dict[str, str]:
+    try:
+        data, _ = client.get(entity_path(entity_type, name))
+    except NoNodeError:
+        return {}
+    return dict(json.loads(data or b"{}").get("config", {}))
+
+
+def write_entity(client: KazooClient, entity_type: str, name: str, configs: Mapping[str, str]) -> None:
+    """Replace the entity's configs (none left: its znode goes) and notify the brokers."""
+    path = entity_path(entity_type, name)
+    data = json.dumps({"version": 1, "config": dict(configs)}).encode()
+    try:
+        if configs:
+            if client.exists(path):
+                client.set(path, data)
+            else:
+                client.create(path, data, makepath=True)
+        elif client.exists(path):
+            client.delete(path)
+        client.create(f"{paths.CONFIG_CHANGES}/{paths.CONFIG_CHANGE_PREFIX}",
+                      json.dumps({"version": 2, "entity_path": f"{entity_type}/{name}"}).encode(),
+                      sequence=True, makepath=True)
+        for stale in sorted(client.get_children(paths.CONFIG_CHANGES))[:-CHANGES_KEPT_MAX]:
+            client.delete(f"{paths.CONFIG_CHANGES}/{stale}")
+    except NoAuthError:
+        raise ValueError(f"ZooKeeper refuses to let this identity write {path}: give the services' "
+                         "zookeeper.auth.digest.file") from None
+
+
+def read_quotas(client: KazooClient) -> Quotas:
+    entities: dict[str, dict[str, dict[str, int]]] = {"users": {}, "clients": {}}
+    for entity_type, root in ENTITY_ROOTS.items():
+        try:
+            names = client.get_children(root)
+        except NoNodeError:
+            continue
+        for quoted in names:
+            name = urllib.parse.unquote(quoted)
+            try:
+                configs = parse_quota_configs(
+                    {k: v for k, v in read_entity(client, entity_type, name).items() if k.endswith("_byte_rate")})
+            except (ValueError, json.JSONDecodeError) as error:
+                log.error("the quota of %s %s does not read (%s); it is ignored", entity_type, name, error)
+                continue
+            if configs:
+                entities[entity_type][name] = configs
+    return Quotas(entities["users"], entities["clients"])
+
+
+class QuotaWatcher:
+    """Keeps `quotas` equal to ZooKeeper's, read again on every change notification."""
+
+    def __init__(self, client: KazooClient, on_change: Callable[[Quotas], None] | None = None) -> None:
+        self.client = client
+        self.quotas = Quotas()
+        self._on_change = on_change
+        self._lock = threading.Lock()
+
+    def start(self, timeout_s: float) -> None:
+        self.client.start(timeout_s)
+        self.client.ensure_path(paths.CONFIG_CHANGES)
+        self.reload()
+        self.client.ChildrenWatch(paths.CONFIG_CHANGES, lambda _children: self.reload())
+
+    def reload(self) -> None:
+        with self._lock:
+            self.quotas = read_quotas(self.client)
+        if self._on_change is not None:
+            self._on_change(self.quotas)
+
+    def stop(self) -> None:
+        self.client.stop()
+        self.client.close()

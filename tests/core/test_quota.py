@@ -1,0 +1,40 @@
+"""Kafka's quota math: the rate over the sample windows, the throttle that brings it back to the
+quota, and which entity's quota applies."""
+
+import pytest
+
+from replog.core.quota import FETCH, PRODUCE, Quotas, Rate, parse_quota_configs, throttle_ms
+
+
+def test_a_steady_rate_at_the_quota_is_never_throttled_and_double_the_quota_waits_a_span():
+    rate = Rate(samples=11, window_ms=1000)
+    for second in range(20):
+        rate.record(1000, second * 1000)
+    assert rate.per_second(20_000) == pytest.approx(1000, rel=0.11)
+    assert throttle_ms(1000, 1000, rate.span_ms) == 0
+    assert throttle_ms(2000, 1000, rate.span_ms) == 11_000
+    assert throttle_ms(10**9, 1, rate.span_ms) == 30_000
+
+
+def test_a_first_burst_is_measured_over_the_whole_window_not_its_milliseconds():
+    rate = Rate(samples=11, window_ms=1000)
+    rate.record(10_000, 5)
+    assert rate.per_second(10) == 1000
+
+
+def test_the_users_quota_wins_over_the_default_users_then_the_client_ids():
+    quotas = Quotas(users={"alice": {PRODUCE: 10}, "<default>": {PRODUCE: 20, FETCH: 5}},
+                    clients={"etl": {PRODUCE: 30, FETCH: 40}})
+    assert quotas.quota_of("alice", "etl", PRODUCE) == ("user:alice", 10)
+    assert quotas.quota_of("bob", "etl", PRODUCE) == ("user:<default>", 20)
+    assert quotas.quota_of("bob", "etl", FETCH) == ("user:<default>", 5)
+    assert Quotas(clients={"etl": {FETCH: 40}}).quota_of("bob", "etl", FETCH) == ("client-id:etl", 40)
+    assert Quotas().quota_of("bob", "etl", FETCH) is None
+
+
+@pytest.mark.parametrize("configs, complaint", [({"producer_byte_rate": "fast"}, "not a whole number"),
+                                                ({"consumer_byte_rate": "0"}, "at least 1"),
+                                                ({"request_rate": "5"}, "not a quota")])
+def test_bad_quota_configs_say_why(configs, complaint):
+    with pytest.raises(ValueError, match=complaint):
+        parse_quota_configs(configs)

@@ -1,0 +1,140 @@
+"""Kafka's table of operations per request, applied to replog's messages: every RPC of every
+service has its rule, and a partly denied request is answered the way Kafka answers it."""
+
+import pytest
+from google.protobuf import descriptor_pool, message_factory
+
+from replog.api.broker.v1 import broker_pb2
+from replog.api.controller.v1 import controller_pb2
+from replog.api.coordinator.v1 import coordinator_pb2
+from replog.api.metadata.v1 import metadata_pb2
+from replog.core.acl import Decision, Operation, ResourceType
+from replog.core.errors import ErrorCode
+from replog.security import rpc_rules
+
+SERVICES = ["replog.api.broker.v1.BrokerService", "replog.api.controller.v1.ControllerService",
+            "replog.api.coordinator.v1.CoordinatorService", "replog.api.metadata.v1.MetadataService"]
+
+
+class Judge:
+    """Allows exactly the (operation, resource type, name) triples it is given."""
+
+    principal = "User:alice"
+
+    def __init__(self, *allowed):
+        self.allowed = set(allowed)
+
+    def may(self, operation, resource_type, name):
+        ok = (operation, resource_type, name) in self.allowed
+        return Decision(ok, "granted" if ok else "no ACL")
+
+    def may_on_some(self, operation, resource_type):
+        return any(op == operation and rt == resource_type for op, rt, _ in self.allowed)
+
+
+def run(method, request, judge):
+    """(the request as the servicer gets it, the answer, the plan) for `method` (a BrokerService
+    method's name, or a full path)."""
+    rpc = method if method.startswith("/") else rpc_rules.BROKER + method
+    service, name = rpc.strip("/").rsplit("/", 1)
+    output = message_factory.GetMessageClass(
+        descriptor_pool.Default().FindServiceByName(service).methods_by_name[name].output_type)
+    plan = rpc_rules.plan(rpc, rpc_rules.RULES[rpc], request, output, judge)
+    if plan.answer is not None:
+        return request, plan.answer, plan
+    return request, rpc_rules.finish(plan, output(), judge), plan
+
+
+def test_every_rpc_of_every_service_has_an_authorization_rule():
+    missing = []
+    for name in SERVICES:
+        for method in descriptor_pool.Default().FindServiceByName(name).methods:
+            path = f"/{name}/{method.name}"
+            if path not in rpc_rules.RULES and path not in rpc_rules.STREAM_OF:
+                missing.append(path)
+    assert missing == [], "add each to rpc_rules.RULES (docs/SECURITY.md lists Kafka's operation per request)"
+
+
+def test_a_produce_to_a_denied_topic_answers_that_topic_with_topic_authorization_failed_and_keeps_the_rest():
+    request = broker_pb2.ProduceRequest(acks=-1, topics=[
+        broker_pb2.ProduceTopicData(topic="ok", partitions=[broker_pb2.ProducePartitionData(partition=0)]),
+        broker_pb2.ProduceTopicData(topic="secret", partitions=[broker_pb2.ProducePartitionData(partition=0),
+                                                                broker_pb2.ProducePartitionData(partition=1)])])
+    request, response, plan = run("Produce", request, Judge((Operation.WRITE, ResourceType.TOPIC, "ok")))
+    assert [t.topic for t in request.topics] == ["ok"]
+    assert not plan.skip_servicer
+    [denied] = response.topics
+    assert denied.topic == "secret"
+    assert [(p.partition, p.error_code) for p in denied.partitions] == [
+        (0, ErrorCode.TOPIC_AUTHORIZATION_FAILED), (1, ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+    assert "User:alice may not Write on Topic:secret" in denied.partitions[0].error_message
+
+
+def test_a_request_denied_entirely_never_reaches_the_servicer():
+    request = broker_pb2.FetchRequest(replica_id=-1, topics=[broker_pb2.FetchTopic(topic="secret", partitions=[
+        broker_pb2.FetchPartition(partition=0)])])
+    _, response, plan = run("Fetch", request, Judge())
+    assert plan.skip_servicer
+    assert response.topics[0].partitions[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_a_follower_fetch_and_leader_and_isr_need_cluster_action():
+    judge = Judge((Operation.READ, ResourceType.TOPIC, "t"))
+    with pytest.raises(rpc_rules.PermissionDenied, match="User:alice may not ClusterAction on the cluster "
+                                                          r"\(Fetch\)"):
+        run("Fetch", broker_pb2.FetchRequest(replica_id=2), judge)
+    with pytest.raises(rpc_rules.PermissionDenied, match="ClusterAction"):
+        run("LeaderAndIsr", broker_pb2.LeaderAndIsrRequest(), judge)
+    run("LeaderAndIsr", broker_pb2.LeaderAndIsrRequest(),
+        Judge((Operation.CLUSTER_ACTION, ResourceType.CLUSTER, "kafka-cluster")))
+
+
+def test_an_offset_commit_without_read_on_the_group_fails_every_partition_with_group_authorization_failed():
+    request = coordinator_pb2.OffsetCommitRequest(group_id="g", topics=[coordinator_pb2.OffsetCommitTopic(
+        topic="t", partitions=[coordinator_pb2.OffsetCommitPartition(partition=3)])])
+    _, response, _ = run(rpc_rules.COORDINATOR + "OffsetCommit", request,
+                         Judge((Operation.READ, ResourceType.TOPIC, "t")))
+    assert response.topics[0].partitions[0].error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def test_a_heartbeat_without_read_on_the_group_answers_group_authorization_failed():
+    _, response, _ = run(rpc_rules.COORDINATOR + "ConsumerGroupHeartbeat",
+                         coordinator_pb2.ConsumerGroupHeartbeatRequest(group_id="g"), Judge())
+    assert response.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert "Read on Group:g" in response.error_message
+
+
+def test_metadata_lists_only_topics_the_principal_may_describe_and_names_the_refused_ones_asked_for():
+    judge = Judge((Operation.DESCRIBE, ResourceType.TOPIC, "mine"))
+    plan = rpc_rules.plan(rpc_rules.METADATA + "Metadata", rpc_rules.RULES[rpc_rules.METADATA + "Metadata"],
+                          metadata_pb2.MetadataRequest(topics=["theirs"]), metadata_pb2.MetadataResponse, judge)
+    response = metadata_pb2.MetadataResponse(topics=[metadata_pb2.TopicMetadata(name="mine"),
+                                                     metadata_pb2.TopicMetadata(name="theirs", topic_id="x"),
+                                                     metadata_pb2.TopicMetadata(name="hidden")])
+    rpc_rules.finish(plan, response, judge)
+    assert [(t.name, t.error_code, t.topic_id) for t in response.topics] == [
+        ("mine", 0, ""), ("theirs", ErrorCode.TOPIC_AUTHORIZATION_FAILED, "")]
+
+
+def test_create_topics_is_allowed_by_create_on_the_cluster_or_on_each_topic():
+    request = controller_pb2.CreateTopicsRequest(topics=[controller_pb2.CreatableTopic(name="a"),
+                                                         controller_pb2.CreatableTopic(name="b")])
+    _, response, _ = run(rpc_rules.CONTROLLER + "CreateTopics", request,
+                         Judge((Operation.CREATE, ResourceType.TOPIC, "a")))
+    assert [(t.name, t.error_code) for t in response.topics] == [("b", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+    request = controller_pb2.CreateTopicsRequest(topics=[controller_pb2.CreatableTopic(name="b")])
+    _, _, plan = run(rpc_rules.CONTROLLER + "CreateTopics", request,
+                     Judge((Operation.CREATE, ResourceType.CLUSTER, "kafka-cluster")))
+    assert plan.denied == []
+
+
+def test_a_transactional_producer_needs_write_on_its_transactional_id():
+    request = coordinator_pb2.InitProducerIdRequest(transactional_id="tx")
+    _, response, _ = run(rpc_rules.COORDINATOR + "InitProducerId", request, Judge())
+    assert response.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    idempotent = coordinator_pb2.InitProducerIdRequest()
+    _, response, _ = run(rpc_rules.COORDINATOR + "InitProducerId", idempotent, Judge())
+    assert response.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    _, response, _ = run(rpc_rules.COORDINATOR + "InitProducerId", coordinator_pb2.InitProducerIdRequest(),
+                         Judge((Operation.WRITE, ResourceType.TOPIC, "t")))
+    assert response.error_code == 0
