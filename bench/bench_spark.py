@@ -6,6 +6,9 @@ and in one local[2] SparkSession times, `--runs` times each, median reported:
 
 - replog -> count():    spark.read.format("replog")...load().count()
 - parquet -> count():   the same rows (all columns, written once from the replog read) counted
+- replog -> noop:       every column of every row read into Spark's noop sink (nothing written)
+- parquet -> noop:      the same from parquet: a ceiling that reads the columns, where count()
+                        answers from the files' footers
 - replog -> parquet:    the replog rows written to parquet on local disk
 - parquet -> parquet:   the parquet rows written again (Spark's own ceiling on this machine)
 
@@ -73,18 +76,23 @@ def batch_figures(spark, bootstrap: str, topic: str, records: int, runs: int, sc
     base = os.path.join(scratch, "rows.parquet")
     source().write.mode("overwrite").parquet(base)
     assert spark.read.parquet(base).count() == records
-    counts: dict[str, list[float]] = {"replog_count": [], "parquet_count": [], "replog_to_parquet": [],
-                                      "parquet_to_parquet": []}
+    counts: dict[str, list[float]] = {"replog_count": [], "parquet_count": [], "replog_noop": [],
+                                      "parquet_noop": [], "replog_to_parquet": [], "parquet_to_parquet": []}
     out = os.path.join(scratch, "out.parquet")
     for _ in range(runs):
         counts["replog_count"].append(timed(lambda: source().count()))
         counts["parquet_count"].append(timed(lambda: spark.read.parquet(base).count()))
+        counts["replog_noop"].append(timed(lambda: source().write.format("noop").mode("overwrite").save()))
+        counts["parquet_noop"].append(timed(lambda: spark.read.parquet(base).write.format("noop")
+                                            .mode("overwrite").save()))
         counts["replog_to_parquet"].append(timed(lambda: source().write.mode("overwrite").parquet(out)))
         counts["parquet_to_parquet"].append(timed(lambda: spark.read.parquet(base).write.mode("overwrite")
                                                   .parquet(out)))
     figures = {name: median_rate(records, seconds) for name, seconds in counts.items()}
     figures["count_ratio"] = round(figures["replog_count"]["records_per_s"]
                                    / figures["parquet_count"]["records_per_s"], 3)
+    figures["noop_ratio"] = round(figures["replog_noop"]["records_per_s"]
+                                  / figures["parquet_noop"]["records_per_s"], 3)
     figures["write_ratio"] = round(figures["replog_to_parquet"]["records_per_s"]
                                    / figures["parquet_to_parquet"]["records_per_s"], 3)
     return figures

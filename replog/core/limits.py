@@ -7,8 +7,7 @@ import dataclasses
 import struct
 from collections.abc import Iterator
 
-# Kafka's bound on a topic name (a longer one cannot be a file name with its partition suffix).
-TOPIC_NAME_LENGTH_MAX = 249
+from replog.core.topic_plan import TOPIC_NAME_LENGTH_MAX
 
 # RecordBatch v2: the batch length is a big-endian int32 at offset 8 (after base offset), and
 # the record count an int32 at offset 57.

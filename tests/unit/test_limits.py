@@ -36,6 +36,15 @@ def test_each_limit_is_named_in_its_refusal():
     assert "max.topic.name.length" in problem(metadata_pb2.MetadataRequest(topics=["x" * 30]), LIMITS)
 
 
+def test_create_topics_leaves_its_names_to_the_controller_which_answers_per_topic():
+    """A long name in CreateTopics is refused for that topic alone (INVALID_TOPIC_EXCEPTION, as
+    Kafka does, tests/integration/test_controller_topics.py), not with the whole request."""
+    request = controller_pb2.CreateTopicsRequest(topics=[controller_pb2.CreatableTopic(name="x" * 30)])
+    assert problem(request, LIMITS) is None
+    many = controller_pb2.CreateTopicsRequest(topics=[controller_pb2.CreatableTopic(name=str(i)) for i in range(11)])
+    assert "max.partitions.per.request=10" in problem(many, LIMITS)
+
+
 def test_record_counts_read_every_batch_header_and_stop_at_garbage():
     records = encode_batch([(None, b"a")] * 3) + encode_batch([(None, b"b")] * 5)
     assert list(record_counts(records)) == [3, 5]
