@@ -6,6 +6,7 @@ from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
 from replog.spark.arrow import arrow_schema, spark_schema
+from replog.spark.offsets import check_reachable
 from replog.spark.options import OptionError, sink_options, source_options, wants_headers
 from replog.spark.reader import ReplogBatchReader, ReplogStreamReader
 from replog.spark.writer import ReplogBatchWriter, ReplogStreamWriter, sink_columns
@@ -34,12 +35,16 @@ class ReplogDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> ReplogBatchWriter:
         options = sink_options(self.options)
         _refuse_overwrite(overwrite)
-        return ReplogBatchWriter(options, sink_columns(schema, options))
+        columns = sink_columns(schema, options)
+        check_reachable(options.bootstrap, options.security)
+        return ReplogBatchWriter(options, columns)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> ReplogStreamWriter:
         options = sink_options(self.options)
         _refuse_overwrite(overwrite)
-        return ReplogStreamWriter(options, sink_columns(schema, options))
+        columns = sink_columns(schema, options)
+        check_reachable(options.bootstrap, options.security)
+        return ReplogStreamWriter(options, columns)
 
 
 def _check_schema(schema: StructType, include_headers: bool) -> None:
