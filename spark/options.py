@@ -25,8 +25,12 @@ ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
 POLL_TIMEOUT_MS = 120_000  # spark-sql-kafka's kafkaConsumer.pollTimeoutMs
 MAX_TRIGGER_DELAY_MS = 15 * 60_000  # spark-sql-kafka's maxTriggerDelay, 15m
 
-# How to reach a TLS cluster: replog's client settings (ClientSecurity), on every client the query makes.
-SECURITY_OPTIONS = ("ssl.cafile", "ssl.certfile", "ssl.keyfile", "ssl.serverName", "bearerToken", "bearerTokenFile")
+# How to reach a TLS cluster: replog's client properties (ClientSecurity.from_properties, --command-config) and
+# the options that carry them to every client the query makes.
+PROPERTY_OPTIONS = {"ssl.cafile": "ssl.cafile", "ssl.certfile": "ssl.certfile", "ssl.keyfile": "ssl.keyfile",
+                    "ssl.server.name": "ssl.serverName", "bearer.token": "bearerToken",
+                    "bearer.token.file": "bearerTokenFile"}
+SECURITY_OPTIONS = tuple(PROPERTY_OPTIONS.values())
 SOURCE_OPTIONS = (
     "bootstrap", "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
     "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
@@ -98,14 +102,25 @@ class Security:
     token: str = ""
     token_file: str = ""
 
+    def __str__(self) -> str:
+        """How the query reaches the cluster, for its log (no secret in it)."""
+        if self == Security():
+            return "the REPLOG_SSL_* environment or plaintext"
+        parts = [f"TLS verified by {self.cafile}" + (f" as {self.server_name}" if self.server_name else "")]
+        if self.certfile:
+            parts.append(f"client certificate {self.certfile}")
+        if self.token or self.token_file:
+            parts.append(f"bearer token from {self.token_file}" if self.token_file else "bearer token")
+        return ", ".join(parts)
+
     def client_security(self) -> ClientSecurity | None:
         """What the query's clients use; None without any option (each process's REPLOG_SSL_* then)."""
         if self == Security():
             return None
-        # replog's client properties; a token file is read at each call, so a rotated token is followed.
-        return ClientSecurity.from_properties({
-            "ssl.cafile": self.cafile, "ssl.certfile": self.certfile, "ssl.keyfile": self.keyfile,
-            "ssl.server.name": self.server_name, "bearer.token": self.token, "bearer.token.file": self.token_file})
+        # As replog's client properties: a token file is read at each call, so a rotated token is followed.
+        given = dict(zip(SECURITY_OPTIONS, (self.cafile, self.certfile, self.keyfile, self.server_name, self.token,
+                                            self.token_file), strict=True))
+        return ClientSecurity.from_properties({prop: given[option] for prop, option in PROPERTY_OPTIONS.items()})
 
 
 @dataclass(frozen=True)
@@ -134,6 +149,11 @@ class SinkOptions:
     transaction_timeout_ms: int = TRANSACTION_TIMEOUT_MS
     include_headers: bool = False
     security: Security = Security()
+
+
+def security_options(properties: Mapping[str, str]) -> dict[str, str]:
+    """replog's client properties (a --command-config file) as the data source's options."""
+    return {option: properties[prop] for prop, option in PROPERTY_OPTIONS.items() if properties.get(prop)}
 
 
 def source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:

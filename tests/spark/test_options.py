@@ -6,7 +6,7 @@ pytest.importorskip("pyspark")
 
 from replog.core.offset_ranges import EARLIEST, LATEST  # noqa: E402
 from replog.core.topic_partition import TopicPartition  # noqa: E402
-from replog.spark.options import OptionError, sink_options, source_options  # noqa: E402
+from replog.spark.options import OptionError, security_options, sink_options, source_options  # noqa: E402
 
 BOOTSTRAP = {"bootstrap": "127.0.0.1:9094"}
 
@@ -128,6 +128,12 @@ def test_the_ssl_options_reach_every_client_as_replogs_client_security(certifica
     assert read(subscribe="t").security.client_security() is None, "no options: REPLOG_SSL_* as every client"
     assert sink_options({**BOOTSTRAP, "ssl.cafile": certificates["cafile"],
                          "bearerToken": "t"}).security.client_security().token == "t"
+
+
+def test_client_properties_become_the_ssl_options():
+    properties = {"ssl.cafile": "ca.pem", "ssl.server.name": "b", "bearer.token.file": "t", "ssl.keyfile": "",
+                  "bootstrap.servers": "x"}
+    assert security_options(properties) == {"ssl.cafile": "ca.pem", "ssl.serverName": "b", "bearerTokenFile": "t"}
 
 
 @pytest.mark.parametrize("options, says", [

@@ -111,3 +111,28 @@ def test_a_token_the_cluster_does_not_verify_is_named_on_the_driver(spark, boots
         read(spark, bootstrap, topic, bearerToken="not-a-token", **ssl_options).count()
     message = str(failure.value)
     assert "UNAUTHENTICATED" in message and "check the ssl and bearerToken options" in message
+
+
+def test_the_orders_job_runs_on_the_tls_cluster_with_the_command_config(spark, bootstrap, admin, ssl_options,
+                                                                       tmp_path):
+    import datetime
+    import json
+
+    from replog.rpc import channels
+    from replog.spark.jobs import orders_feed, orders_per_minute
+
+    create(admin, "orders")
+    create(admin, "orders-per-minute")
+    config = tmp_path / "client.properties"
+    config.write_text("".join(f"{name}={value}\n" for name, value in ssl_options.items()))
+    cluster_args = ["--bootstrap", bootstrap, "--command-config", str(config)]
+    try:
+        assert orders_feed.main([*cluster_args, "--count", "120", "--minutes", "2"]) == 0
+        assert orders_per_minute.main([*cluster_args, "--checkpoint", str(tmp_path / "checkpoint")]) == 0
+    finally:
+        channels.set_default(None)  # --command-config set this process's default
+    got = {json.loads(r.value)["minute"]: (json.loads(r.value)["orders"], json.loads(r.value)["revenue"])
+           for r in read(spark, bootstrap, "orders-per-minute", **ssl_options).collect()}
+    start = datetime.datetime(2024, 1, 1, 10, tzinfo=datetime.timezone.utc)
+    assert got == {minute.replace("+00:00", "Z"): totals
+                   for minute, totals in orders_feed.per_minute(orders_feed.orders(120, 2, start)).items()}
