@@ -39,6 +39,7 @@ from replog.client import (
 )
 from replog.core.group.placement import OFFSETS_TOPIC
 from replog.core.topic_partition import TopicPartition
+from replog.rpc.channels import ClientSecurity
 
 log = logging.getLogger("replog.spark")
 
@@ -98,15 +99,17 @@ def task_write(write_id: str | None) -> TaskWrite:
     return TaskWrite(query_id, context.partitionId(), int(batch_id))
 
 
-def prepare(bootstrap: str, transaction_timeout_ms: int, task: TaskWrite, send_rows: Callable[[Producer], int],
+def prepare(bootstrap: str, transaction_timeout_ms: int, security: ClientSecurity | None, task: TaskWrite,
+            send_rows: Callable[[Producer], int],
             skip_rows: Callable[[], None]) -> tuple[int, PreparedTransaction | None]:
     """Phase one: write the task's rows and marker in a transaction left prepared, or nothing if the
     micro-batch was committed already. Returns the rows written and the transaction to commit (None
     when skipped). `send_rows` sends every row with the producer; `skip_rows` drains them unsent."""
     name = task.transactional_id
-    with Producer(bootstrap, transactional_id=name, transaction_timeout_ms=transaction_timeout_ms) as producer:
+    with Producer(bootstrap, transactional_id=name, transaction_timeout_ms=transaction_timeout_ms,
+                  security=security) as producer:
         producer.init_transactions()
-        with Admin(bootstrap) as admin:
+        with Admin(bootstrap, security=security) as admin:
             committed = admin.list_group_offsets(name, [MARKER_PARTITION], require_stable=True)
         if already_written(committed.get(MARKER_PARTITION), task.batch_id):
             log.info("%s: micro-batch %d was committed by an earlier attempt; its rows are not written again",
@@ -121,11 +124,12 @@ def prepare(bootstrap: str, transaction_timeout_ms: int, task: TaskWrite, send_r
     return rows, prepared
 
 
-def end(bootstrap: str, prepared: Iterable[PreparedTransaction], *, commit: bool) -> None:
+def end(bootstrap: str, security: ClientSecurity | None, prepared: Iterable[PreparedTransaction], *,
+        commit: bool) -> None:
     """Phase two: commit (or abort) every prepared transaction of a micro-batch. A commit that finds its
     transaction fenced fails the micro-batch (which then runs again and writes each row once); an abort
     that fails leaves the transaction to the next attempt's init_transactions() or to its timeout."""
-    with Admin(bootstrap) as admin:
+    with Admin(bootstrap, security=security) as admin:
         for transaction in prepared:
             if commit:
                 _commit(admin, transaction)

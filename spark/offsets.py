@@ -9,10 +9,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from replog.client import Admin
+from replog.client import Admin, ClusterUnreachableError
 from replog.core.offset_ranges import EARLIEST, LATEST
 from replog.core.topic_partition import TopicPartition
-from replog.spark.options import OffsetSpec, OptionError, SourceOptions
+from replog.spark.options import OffsetSpec, OptionError, Security, SourceOptions
+
+# What to do when the driver reaches no metadata service: a TLS cluster needs the ssl options.
+SET_SSL_OPTIONS = ("if the cluster serves TLS, set the options ssl.cafile (its CA), and ssl.certfile and "
+                   "ssl.keyfile where it requires client certificates (docs/SPARK.md)")
+CHECK_SSL_OPTIONS = ("check the ssl and bearerToken options: ssl.cafile must be the CA of the cluster's "
+                     "certificates, ssl.certfile a certificate it accepts, a bearer token one it verifies")
 
 
 def offsets_to_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
@@ -27,6 +33,23 @@ def offsets_from_json(offsets: Mapping[str, Mapping[str, int]]) -> dict[TopicPar
             for topic, partitions in offsets.items() for partition, offset in partitions.items()}
 
 
+def unreachable(error: ClusterUnreachableError, security: Security) -> ClusterUnreachableError:
+    """The driver's first request found no metadata service: the error, and what to check."""
+    hint = SET_SSL_OPTIONS if security == Security() else CHECK_SSL_OPTIONS
+    return ClusterUnreachableError(f"{error}; is the cluster running, and is bootstrap its metadata service? {hint}",
+                                   error.error_code)
+
+
+def check_reachable(bootstrap: str, security: Security) -> None:
+    """One metadata request from the driver, so that a write to a cluster it cannot reach stops before
+    any task starts, with what to check."""
+    try:
+        with Admin(bootstrap, security=security.client_security()) as admin:
+            admin.cluster()
+    except ClusterUnreachableError as error:
+        raise unreachable(error, security) from None
+
+
 class ClusterOffsets:
     """Partitions and offsets of the subscription, asked of the cluster (on the driver only)."""
 
@@ -37,13 +60,16 @@ class ClusterOffsets:
     @property
     def admin(self) -> Admin:
         if self._admin is None:
-            self._admin = Admin(self._options.bootstrap)
+            self._admin = Admin(self._options.bootstrap, security=self._options.security.client_security())
         return self._admin
 
     def partitions(self) -> list[TopicPartition]:
         """The subscribed partitions as the metadata service shows them now; an unknown topic is an error."""
         subscription = self._options.subscription
-        topics = self.admin.cluster().topics
+        try:
+            topics = self.admin.cluster().topics
+        except ClusterUnreachableError as error:
+            raise unreachable(error, self._options.security) from None
         if subscription.kind == "subscribePattern":
             pattern = re.compile(subscription.pattern)
             return sorted(TopicPartition(name, p.partition) for name, described in topics.items()

@@ -2,31 +2,43 @@
 
 Spark hands options over as a case-insensitive dict of strings. Everything here
 runs when the query is planned (`load()` or `start()`), so a bad option stops it
-with one sentence before any task starts.
+with one sentence before any task starts. The TLS options (ssl.*, bearerToken*)
+are replog's client settings; their files are checked on the driver, and must be
+at the same paths on every executor.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from replog.config import ConfigError
 from replog.core.offset_ranges import EARLIEST, LATEST
 from replog.core.topic_partition import TopicPartition
+from replog.rpc.channels import ClientSecurity
 
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
 POLL_TIMEOUT_MS = 120_000  # spark-sql-kafka's kafkaConsumer.pollTimeoutMs
 MAX_TRIGGER_DELAY_MS = 15 * 60_000  # spark-sql-kafka's maxTriggerDelay, 15m
 
+# How to reach a TLS cluster: replog's client properties (ClientSecurity.from_properties, --command-config) and
+# the options that carry them to every client the query makes.
+PROPERTY_OPTIONS = {"ssl.cafile": "ssl.cafile", "ssl.certfile": "ssl.certfile", "ssl.keyfile": "ssl.keyfile",
+                    "ssl.server.name": "ssl.serverName", "bearer.token": "bearerToken",
+                    "bearer.token.file": "bearerTokenFile"}
+SECURITY_OPTIONS = tuple(PROPERTY_OPTIONS.values())
 SOURCE_OPTIONS = (
     "bootstrap", "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
     "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
     "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions", "failOnDataLoss",
-    "includeHeaders", "isolationLevel", "pollTimeoutMs",
+    "includeHeaders", "isolationLevel", "pollTimeoutMs", *SECURITY_OPTIONS,
 )
-SINK_OPTIONS = ("bootstrap", "topic", "acks", "transactional", "transactionTimeoutMs", "includeHeaders")
+SINK_OPTIONS = ("bootstrap", "topic", "acks", "transactional", "transactionTimeoutMs", "includeHeaders",
+                *SECURITY_OPTIONS)
 # A task's transaction stays open until the driver commits the micro-batch, after its slowest task: as long
 # as the brokers allow by default (transaction.max.timeout.ms), rather than the producer's 60 s.
 TRANSACTION_TIMEOUT_MS = 900_000
@@ -79,6 +91,39 @@ class OffsetSpec:
 
 
 @dataclass(frozen=True)
+class Security:
+    """The TLS options as given (strings, so that they travel to the tasks): the CA, a client certificate
+    and key, a server name to verify instead of the address, a bearer token or the file holding one."""
+
+    cafile: str = ""
+    certfile: str = ""
+    keyfile: str = ""
+    server_name: str = ""
+    token: str = ""
+    token_file: str = ""
+
+    def __str__(self) -> str:
+        """How the query reaches the cluster, for its log (no secret in it)."""
+        if self == Security():
+            return "the REPLOG_SSL_* environment or plaintext"
+        parts = [f"TLS verified by {self.cafile}" + (f" as {self.server_name}" if self.server_name else "")]
+        if self.certfile:
+            parts.append(f"client certificate {self.certfile}")
+        if self.token or self.token_file:
+            parts.append(f"bearer token from {self.token_file}" if self.token_file else "bearer token")
+        return ", ".join(parts)
+
+    def client_security(self) -> ClientSecurity | None:
+        """What the query's clients use; None without any option (each process's REPLOG_SSL_* then)."""
+        if self == Security():
+            return None
+        # As replog's client properties: a token file is read at each call, so a rotated token is followed.
+        given = dict(zip(SECURITY_OPTIONS, (self.cafile, self.certfile, self.keyfile, self.server_name, self.token,
+                                            self.token_file), strict=True))
+        return ClientSecurity.from_properties({prop: given[option] for prop, option in PROPERTY_OPTIONS.items()})
+
+
+@dataclass(frozen=True)
 class SourceOptions:
     bootstrap: str
     subscription: Subscription
@@ -92,6 +137,7 @@ class SourceOptions:
     include_headers: bool = False
     isolation_level: str = "read_uncommitted"
     poll_timeout_ms: int = POLL_TIMEOUT_MS
+    security: Security = Security()
 
 
 @dataclass(frozen=True)
@@ -102,6 +148,12 @@ class SinkOptions:
     transactional: bool = False
     transaction_timeout_ms: int = TRANSACTION_TIMEOUT_MS
     include_headers: bool = False
+    security: Security = Security()
+
+
+def security_options(properties: Mapping[str, str]) -> dict[str, str]:
+    """replog's client properties (a --command-config file) as the data source's options."""
+    return {option: properties[prop] for prop, option in PROPERTY_OPTIONS.items() if properties.get(prop)}
 
 
 def source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -132,6 +184,7 @@ def source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOpti
         include_headers=_boolean(given, "includeHeaders", False),
         isolation_level=_choice(given, "isolationLevel", ISOLATION_LEVELS, "read_uncommitted"),
         poll_timeout_ms=_positive_int(given, "pollTimeoutMs") or POLL_TIMEOUT_MS,
+        security=_security(given),
     )
 
 
@@ -158,7 +211,7 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
     return SinkOptions(bootstrap=_bootstrap(given), topic=topic.strip() if topic else None, acks=ACKS[acks],
                        transactional=transactional,
                        transaction_timeout_ms=_positive_int(given, "transactionTimeoutMs") or TRANSACTION_TIMEOUT_MS,
-                       include_headers=_boolean(given, "includeHeaders", False))
+                       include_headers=_boolean(given, "includeHeaders", False), security=_security(given))
 
 
 # -- the parts -------------------------------------------------------------------------------------
@@ -185,6 +238,38 @@ def _bootstrap(given: Mapping[str, str]) -> str:
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise OptionError(f"option bootstrap has {address.strip()!r}, which is not HOST:PORT")
     return bootstrap
+
+
+def _security(given: Mapping[str, str]) -> Security:
+    """The TLS options, checked together and their files loaded, on the driver."""
+    value = {name: given.get(name.lower(), "").strip() for name in SECURITY_OPTIONS}
+    if value["bearerToken"] and value["bearerTokenFile"]:
+        raise OptionError("give bearerToken or bearerTokenFile, not both")
+    if value["ssl.serverName"] and not value["ssl.cafile"]:
+        raise OptionError("option ssl.serverName is for TLS: set ssl.cafile too, the CA the servers' certificates "
+                          "chain to")
+    for name in ("ssl.cafile", "ssl.certfile", "ssl.keyfile", "bearerTokenFile"):
+        path = value[name]
+        if path and not os.access(path, os.R_OK):
+            raise OptionError(f"option {name} names {path}, which "
+                              f"{'does not exist' if not os.path.exists(path) else 'cannot be read'} here on the "
+                              "driver (the file must be at that path on the driver and on every executor)")
+    if value["bearerTokenFile"] and not _read_text(value["bearerTokenFile"]).strip():
+        raise OptionError(f"option bearerTokenFile names {value['bearerTokenFile']}, which is empty")
+    security = Security(value["ssl.cafile"], value["ssl.certfile"], value["ssl.keyfile"], value["ssl.serverName"],
+                        value["bearerToken"], value["bearerTokenFile"])
+    try:
+        client = security.client_security()
+        if client is not None:
+            client.check()
+    except ConfigError as error:
+        raise OptionError(str(error).rstrip(".")) from None
+    return security
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return handle.read()
 
 
 def _subscription(given: Mapping[str, str]) -> Subscription:

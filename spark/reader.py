@@ -63,7 +63,8 @@ def read_range(options: SourceOptions, partition: RangePartition) -> Iterator:
     """The task's side, shared by batch and streaming reads: Arrow batches of one range."""
     reader = PartitionReader(options.bootstrap, ReadSettings(
         isolation_level=options.isolation_level, include_headers=options.include_headers,
-        fail_on_data_loss=options.fail_on_data_loss, poll_timeout_ms=options.poll_timeout_ms))
+        fail_on_data_loss=options.fail_on_data_loss, poll_timeout_ms=options.poll_timeout_ms),
+        options.security.client_security())
     try:
         yield from reader.read(TopicPartition(partition.topic, partition.partition), partition.start, partition.until)
     finally:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
 from replog.spark.arrow import arrow_schema, spark_schema
-from replog.spark.options import OptionError, sink_options, source_options, wants_headers
+from replog.spark.offsets import check_reachable
+from replog.spark.options import OptionError, SinkOptions, sink_options, source_options, wants_headers
 from replog.spark.reader import ReplogBatchReader, ReplogStreamReader
-from replog.spark.writer import ReplogBatchWriter, ReplogStreamWriter, sink_columns
+from replog.spark.writer import Columns, ReplogBatchWriter, ReplogStreamWriter, sink_columns
+
+log = logging.getLogger("replog.spark")
 
 
 class ReplogDataSource(DataSource):
@@ -24,22 +29,30 @@ class ReplogDataSource(DataSource):
     def reader(self, schema: StructType) -> ReplogBatchReader:
         options = source_options(self.options, streaming=False)
         _check_schema(schema, options.include_headers)
+        log.info("reading %s from %s over %s", options.subscription, options.bootstrap, options.security)
         return ReplogBatchReader(options)
 
     def streamReader(self, schema: StructType) -> ReplogStreamReader:
         options = source_options(self.options, streaming=True)
         _check_schema(schema, options.include_headers)
+        log.info("streaming %s from %s over %s", options.subscription, options.bootstrap, options.security)
         return ReplogStreamReader(options)
 
     def writer(self, schema: StructType, overwrite: bool) -> ReplogBatchWriter:
-        options = sink_options(self.options)
-        _refuse_overwrite(overwrite)
-        return ReplogBatchWriter(options, sink_columns(schema, options))
+        return ReplogBatchWriter(*_planned_write(self.options, schema, overwrite))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> ReplogStreamWriter:
-        options = sink_options(self.options)
-        _refuse_overwrite(overwrite)
-        return ReplogStreamWriter(options, sink_columns(schema, options))
+        return ReplogStreamWriter(*_planned_write(self.options, schema, overwrite))
+
+
+def _planned_write(given, schema: StructType, overwrite: bool) -> tuple[SinkOptions, Columns]:
+    """A write's options and columns, checked, and the cluster reached, before any task starts."""
+    options = sink_options(given)
+    _refuse_overwrite(overwrite)
+    columns = sink_columns(schema, options)
+    check_reachable(options.bootstrap, options.security)
+    log.info("writing to %s over %s", options.bootstrap, options.security)
+    return options, columns
 
 
 def _check_schema(schema: StructType, include_headers: bool) -> None:

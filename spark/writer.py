@@ -88,7 +88,7 @@ def _is_headers(data_type) -> bool:
 
 def write_batches(options: SinkOptions, columns: Columns, batches: Iterator) -> WrittenRows:
     """Produce every row of the Arrow batches and wait until all are acknowledged (at least once)."""
-    with Producer(options.bootstrap, acks=options.acks) as producer:
+    with Producer(options.bootstrap, acks=options.acks, security=options.security.client_security()) as producer:
         rows, pending = send_rows(producer, options, columns, batches)
         producer.flush(FLUSH_TIMEOUT_S)
     for future in pending:
@@ -103,7 +103,7 @@ def write_batches_exactly_once(options: SinkOptions, columns: Columns, batches: 
     """Produce every row in the task's transaction and leave it prepared for the driver to commit, unless
     the micro-batch was committed already."""
     rows, prepared = exactly_once.prepare(options.bootstrap, options.transaction_timeout_ms,
-                                          exactly_once.task_write(write_id),
+                                          options.security.client_security(), exactly_once.task_write(write_id),
                                           lambda producer: send_rows(producer, options, columns, batches)[0],
                                           lambda: _drain(batches))
     return WrittenRows(rows, prepared)
@@ -193,7 +193,7 @@ class ReplogStreamWriter(_ProducingWriter, DataSourceStreamArrowWriter):
 def _end_transactions(options: SinkOptions, messages: list, *, commit: bool) -> None:
     prepared = [m.prepared for m in messages if m is not None and m.prepared is not None]
     if prepared:
-        exactly_once.end(options.bootstrap, prepared, commit=commit)
+        exactly_once.end(options.bootstrap, options.security.client_security(), prepared, commit=commit)
 
 
 def _summary(options: SinkOptions, messages: list) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import ssl
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -66,6 +67,24 @@ class ClientSecurity:
         env = os.environ if env is None else env
         return cls(env.get(ENV_CAFILE, ""), env.get(ENV_CERTFILE, ""), env.get(ENV_KEYFILE, ""),
                    env.get(ENV_TOKEN, ""), env.get(ENV_SERVER_NAME, ""))
+
+    def check(self) -> None:
+        """The files load as a whole now (the CA's certificates, the client certificate with its key), or a
+        ConfigError of one sentence: for a client that refuses bad settings before it connects."""
+        if not self.tls:
+            return
+        for path in (self.cafile, self.certfile, self.keyfile):
+            if path and not os.access(path, os.R_OK):
+                reason = "no such file" if not os.path.exists(path) else "not readable"
+                raise ConfigError(f"cannot read the TLS file {path}: {reason}.")
+        try:
+            context = ssl.create_default_context(cafile=self.cafile)
+            if self.certfile:
+                context.load_cert_chain(self.certfile, self.keyfile)
+        except (OSError, ValueError) as error:  # ssl.SSLError is an OSError
+            files = ", ".join(path for path in (self.cafile, self.certfile, self.keyfile) if path)
+            raise ConfigError(f"the TLS files {files} do not load ({error}): the CA file must hold PEM "
+                              "certificates and the key must be the certificate's.") from None
 
     def options(self, options: Options) -> list[tuple[str, Any]]:
         if self.server_name:

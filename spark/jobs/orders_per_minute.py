@@ -1,7 +1,7 @@
 """Orders per minute: a streaming job that reads JSON orders from replog and writes per-minute totals back.
 
-    python -m replog.spark.jobs.orders_per_minute [--bootstrap HOST:PORT] [--orders orders]
-        [--results orders-per-minute] [--checkpoint DIR] [--trigger available-now|SECONDS]
+    python -m replog.spark.jobs.orders_per_minute [--bootstrap HOST:PORT] [--command-config FILE]
+        [--orders orders] [--results orders-per-minute] [--checkpoint DIR] [--trigger available-now|SECONDS]
     spark-submit spark/jobs/orders_per_minute.py --bootstrap HOST:PORT ...
 
 It parses each order ({"order_id", "customer", "amount", "ts"}) with a schema, counts the
@@ -9,7 +9,9 @@ orders and sums their amounts per minute of event time with a one-minute waterma
 each minute once the watermark has passed it (append mode) to the results topic, keyed by the
 minute, as JSON {"minute", "orders", "revenue"}. The checkpoint directory keeps its place: run
 it again and it goes on where it stopped. Every micro-batch prints its input rows, rows/s and
-how many offsets it is behind the latest.
+how many offsets it is behind the latest. On a TLS cluster the query's reads and writes use the
+client properties of --command-config, else those of the local `dev up --tls` cluster or of
+REPLOG_SSL_*, as the data source's ssl options.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import tempfile
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address, user_message
 from replog.client import ClientError
+from replog.config import read_properties
+from replog.rpc import channels
 
 ORDER_SCHEMA = "order_id string, customer string, amount double, ts timestamp"
 WATERMARK = "1 minute"
@@ -28,12 +32,13 @@ WINDOW = "1 minute"
 PROGRESS_POLL_S = 1.0
 
 
-def build_query(spark, bootstrap: str, orders: str, results: str, checkpoint: str, trigger: str):
-    """The streaming query, started: orders -> per-minute totals -> results."""
+def build_query(spark, bootstrap: str, orders: str, results: str, checkpoint: str, trigger: str,
+                security: dict[str, str] | None = None):
+    """The streaming query, started: orders -> per-minute totals -> results (`security`: the ssl options)."""
     from pyspark.sql import functions as F
 
     parsed = (spark.readStream.format("replog").option("bootstrap", bootstrap).option("subscribe", orders)
-              .option("startingOffsets", "earliest").load()
+              .option("startingOffsets", "earliest").options(**security or {}).load()
               .select(F.from_json(F.col("value").cast("string"), ORDER_SCHEMA).alias("order"))
               .select("order.*"))
     totals = (parsed.withWatermark("ts", WATERMARK).groupBy(F.window("ts", WINDOW))
@@ -42,7 +47,7 @@ def build_query(spark, bootstrap: str, orders: str, results: str, checkpoint: st
     out = totals.select(minute.alias("key"),
                         F.to_json(F.struct(minute.alias("minute"), "orders", "revenue")).alias("value"))
     writer = (out.writeStream.format("replog").option("bootstrap", bootstrap).option("topic", results)
-              .option("checkpointLocation", checkpoint).outputMode("append"))
+              .options(**security or {}).option("checkpointLocation", checkpoint).outputMode("append"))
     writer = writer.trigger(availableNow=True) if trigger == "available-now" \
         else writer.trigger(processingTime=f"{float(trigger)} seconds")
     return writer.start()
@@ -63,6 +68,19 @@ def follow(query) -> None:
             return
 
 
+def job_security(command_config: str | None) -> dict[str, str]:
+    """The ssl options for the query: the --command-config file's, else what this process's clients use
+    (the local TLS cluster's, or REPLOG_SSL_*), so that the tasks reach the cluster as the driver does."""
+    from replog.spark.options import security_options
+
+    if command_config:
+        return security_options(read_properties(command_config))
+    used = channels.default()
+    return security_options({"ssl.cafile": used.cafile, "ssl.certfile": used.certfile, "ssl.keyfile": used.keyfile,
+                             "ssl.server.name": used.server_name,
+                             "bearer.token": used.token if isinstance(used.token, str) else ""})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="orders_per_minute", description=__doc__.splitlines()[0])
     add_cluster_arguments(parser)
@@ -81,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--trigger must be available-now or a positive number of seconds, not {args.trigger!r}")
     try:
         bootstrap = bootstrap_address(args)
+        security = job_security(args.command_config)
     except ClientError as error:
         print(f"orders_per_minute: {user_message(error)}", file=sys.stderr)
         return 1
@@ -89,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = replog_session("orders-per-minute", master=args.master)
     spark.sparkContext.setLogLevel("ERROR")
     checkpoint = args.checkpoint or tempfile.mkdtemp(prefix="orders-per-minute-")
-    query = build_query(spark, bootstrap, args.orders, args.results, checkpoint, args.trigger)
+    query = build_query(spark, bootstrap, args.orders, args.results, checkpoint, args.trigger, security)
     try:
         follow(query)
     except KeyboardInterrupt:

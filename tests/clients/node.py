@@ -29,10 +29,10 @@ def script(name: str) -> str:
 
 
 def run_node(*args: str, input_text: str | None = None, timeout_s: float = 60,
-             cwd: Path = CLIENT_DIR) -> subprocess.CompletedProcess[str]:
-    """Run node with these arguments to completion; AssertionError with its stderr when it fails."""
+             cwd: Path = CLIENT_DIR, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run node with these arguments (and environment) to completion; AssertionError with its stderr when it fails."""
     result = subprocess.run([node_binary(), *args], input=input_text, capture_output=True, text=True,
-                            timeout=timeout_s, cwd=cwd)
+                            timeout=timeout_s, cwd=cwd, env=env)
     if result.returncode != 0:
         raise AssertionError(f"node {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
     return result

@@ -12,6 +12,8 @@ from typing import Any
 
 REPLOG = [sys.executable, "-m", "replog.cli.main"]
 COMMAND_TIMEOUT_S = 120
+# The HS256 secret the `--tls` test clusters verify bearer tokens with (token.hmac.secret.file).
+TOKEN_SECRET = b"a shared secret of at least thirty-two bytes"
 
 
 def replog(*args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -84,3 +86,24 @@ def started(tmp_path_factory, name: str, *up_args: str) -> Iterator[LocalCluster
         yield local
     finally:
         local.down()
+
+
+def token_secret_file(tmp_path_factory) -> str:
+    """A file holding TOKEN_SECRET, for a cluster's token.hmac.secret.file."""
+    path = tmp_path_factory.mktemp("token") / "secret"
+    path.write_bytes(TOKEN_SECRET)
+    return str(path)
+
+
+def started_tls(tmp_path_factory, name: str, *up_args: str) -> Iterator[LocalCluster]:
+    """A module fixture's body: a `replog dev up --tls` cluster of 2 brokers and 1 controller (mTLS on every
+    listener) that also takes bearer tokens signed with TOKEN_SECRET."""
+    yield from started(tmp_path_factory, name, "--brokers", "2", "--controllers", "1", "--tls",
+                       "--config", f"token.hmac.secret.file={token_secret_file(tmp_path_factory)}", *up_args)
+
+
+def client_certificate(local: LocalCluster, folder: str, name: str):
+    """A client certificate (CN=`name`) of a `--tls` cluster's CA: CertificateFiles(certfile, keyfile, cafile)."""
+    from replog.security.dev_ca import Authority
+
+    return Authority.load(os.path.dirname(local.state()["tls"]["cafile"])).issue(folder, name)

@@ -1,7 +1,7 @@
 import pytest
 
 from replog.client import Admin
-from tests.integration.cluster import LocalCluster, started
+from tests.integration.cluster import LocalCluster, client_certificate, started, started_tls
 
 
 @pytest.fixture(scope="module")
@@ -16,6 +16,18 @@ def zookeeper(tmp_path_factory):
     give each scenario a chroot of its own."""
     for local in started(tmp_path_factory, "zookeeper", "--brokers", "1", "--controllers", "1"):
         yield local.status()["zookeeper"]["address"]
+
+
+@pytest.fixture(scope="module")
+def tls_cluster(tmp_path_factory):
+    """A `--tls` cluster (mTLS everywhere, bearer tokens signed with TOKEN_SECRET taken), shared by one module."""
+    yield from started_tls(tmp_path_factory, "tls")
+
+
+@pytest.fixture(scope="module")
+def tls_client(tls_cluster, tmp_path_factory):
+    """A client certificate of tls_cluster's CA (CN=client): CertificateFiles(certfile, keyfile, cafile)."""
+    return client_certificate(tls_cluster, str(tmp_path_factory.mktemp("client")), "client")
 
 
 @pytest.fixture

@@ -12,19 +12,14 @@ import pytest
 from replog.dev.processes import scrape_metric
 from replog.rpc.channels import ClientSecurity
 from replog.security.dev_ca import Authority
-from tests.integration.cluster import REPLOG, LocalCluster, wait_for
+from tests.integration.cluster import REPLOG, LocalCluster, token_secret_file, wait_for
 
 pytestmark = pytest.mark.slow
 
 
-SECRET = b"a shared secret of at least thirty-two bytes"
-
-
 @pytest.fixture(scope="module")
 def secret_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("token") / "secret"
-    path.write_bytes(SECRET)
-    return str(path)
+    return token_secret_file(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ pytest.importorskip("pyspark")
 
 from replog.core.offset_ranges import EARLIEST, LATEST  # noqa: E402
 from replog.core.topic_partition import TopicPartition  # noqa: E402
-from replog.spark.options import OptionError, sink_options, source_options  # noqa: E402
+from replog.spark.options import OptionError, security_options, sink_options, source_options  # noqa: E402
 
 BOOTSTRAP = {"bootstrap": "127.0.0.1:9094"}
 
@@ -100,3 +100,59 @@ def test_transactional_sink_options():
         sink_options({**BOOTSTRAP, "transactionTimeoutMs": "1000"})
     with pytest.raises(OptionError, match="option transactionTimeoutMs must be a positive whole number"):
         sink_options({**BOOTSTRAP, "transactional": "true", "transactionTimeoutMs": "soon"})
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory):
+    """A CA with a client certificate of its own, and a second client's key that is not that certificate's."""
+    from replog.security.dev_ca import Authority
+
+    folder = tmp_path_factory.mktemp("tls")
+    authority = Authority.create(str(folder / "ca"))
+    client, other = authority.issue(str(folder), "spark"), authority.issue(str(folder), "other")
+    return {"cafile": authority.cafile, "certfile": client.certfile, "keyfile": client.keyfile,
+            "other_keyfile": other.keyfile, "missing": str(folder / "missing.pem")}
+
+
+def test_the_ssl_options_reach_every_client_as_replogs_client_security(certificates, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text("a-token\n")
+    given = {"SSL.CAFILE": certificates["cafile"], "ssl.certfile": certificates["certfile"],
+             "ssl.keyfile": certificates["keyfile"], "ssl.serverName": "broker.replog",
+             "bearerTokenFile": str(token_file)}
+    for options in (read(subscribe="t", **given), sink_options({**BOOTSTRAP, **given})):
+        security = options.security.client_security()
+        assert (security.cafile, security.certfile, security.keyfile, security.server_name) == (
+            certificates["cafile"], certificates["certfile"], certificates["keyfile"], "broker.replog")
+        assert security.token() == "a-token", "the file is read at each call"
+    assert read(subscribe="t").security.client_security() is None, "no options: REPLOG_SSL_* as every client"
+    assert sink_options({**BOOTSTRAP, "ssl.cafile": certificates["cafile"],
+                         "bearerToken": "t"}).security.client_security().token == "t"
+
+
+def test_client_properties_become_the_ssl_options():
+    properties = {"ssl.cafile": "ca.pem", "ssl.server.name": "b", "bearer.token.file": "t", "ssl.keyfile": "",
+                  "bootstrap.servers": "x"}
+    assert security_options(properties) == {"ssl.cafile": "ca.pem", "ssl.serverName": "b", "bearerTokenFile": "t"}
+
+
+@pytest.mark.parametrize("options, says", [
+    ({"ssl.cafile": "missing"}, "option ssl.cafile names {missing}, which does not exist here on the driver "
+                                "(the file must be at that path on the driver and on every executor)"),
+    ({"ssl.cafile": "cafile", "ssl.certfile": "certfile"},
+     "a client certificate needs both ssl.certfile and ssl.keyfile"),
+    ({"ssl.certfile": "certfile", "ssl.keyfile": "keyfile"},
+     "a client certificate or a bearer token is sent only over TLS: set ssl.cafile"),
+    ({"ssl.cafile": "cafile", "ssl.certfile": "certfile", "ssl.keyfile": "other_keyfile"},
+     "the TLS files {cafile}, {certfile}, {other_keyfile} do not load"),
+    ({"ssl.cafile": "keyfile"}, "the TLS files {keyfile} do not load"),
+    ({"ssl.serverName": "broker"}, "option ssl.serverName is for TLS: set ssl.cafile too"),
+    ({"ssl.cafile": "cafile", "bearerToken": "t", "bearerTokenFile": "cafile"},
+     "give bearerToken or bearerTokenFile, not both"),
+])
+def test_bad_ssl_options_get_one_sentence_on_the_driver(certificates, options, says):
+    given = {name: certificates.get(value, value) for name, value in options.items()}
+    for check in (lambda: read(subscribe="t", **given), lambda: sink_options({**BOOTSTRAP, **given})):
+        with pytest.raises(OptionError) as failure:
+            check()
+        assert str(failure.value).startswith(says.format(**certificates))

@@ -1,10 +1,12 @@
 'use strict';
 // Where things are: the metadata service (bootstrap), brokers by id, each partition's leader.
-// One gRPC channel per address, shared by the BrokerService and CoordinatorService clients on it.
+// One gRPC channel per address, shared by the BrokerService and CoordinatorService clients on it;
+// every channel (metadata, broker, coordinator, controller) has the client's security (TLS, token).
 
 const grpc = require('@grpc/grpc-js');
 const { api, channelOptions } = require('./proto');
 const { ReplogError, errorName, fromServiceError } = require('./errors');
+const { channelSecurity } = require('./security');
 
 const METADATA_TIMEOUT_MS = 10000;
 
@@ -25,16 +27,20 @@ function sleep(ms) {
 class Cluster {
   /**
    * @param {string|string[]} bootstrap metadata service addresses, "host:port"
+   * @param {object} [options] clientId; security ({cafile, certfile, keyfile, serverName, token, tokenFile},
+   *   else the REPLOG_SSL_* environment; false: plaintext)
    */
-  constructor(bootstrap, { clientId = 'replog-node' } = {}) {
+  constructor(bootstrap, { clientId = 'replog-node', security } = {}) {
     const addresses = (Array.isArray(bootstrap) ? bootstrap : String(bootstrap).split(','))
       .map((a) => a.trim()).filter(Boolean);
     if (addresses.length === 0) throw new ReplogError('no bootstrap address: give the metadata service\'s host:port');
     this.clientId = clientId;
     this.api = api();
-    this.options = channelOptions();
-    this.metadataClients = addresses.map((a) => new this.api.MetadataService(a, grpc.credentials.createInsecure(),
-      this.options));
+    const secured = channelSecurity(security);
+    this.tls = secured.tls;
+    this.credentials = secured.credentials;
+    this.options = { ...channelOptions(), ...secured.options };
+    this.metadataClients = addresses.map((a) => new this.api.MetadataService(a, this.credentials, this.options));
     this.nextMetadata = 0;
     this.brokers = new Map(); // id -> "host:port"
     this.topics = new Map(); // name -> {partitions: Map(partition -> {leader, leaderEpoch})} or {error}
@@ -62,8 +68,21 @@ class Cluster {
         lastError = error;
       }
     }
-    throw new ReplogError(`no metadata service answered: ${lastError.message}`, lastError.error,
-      { grpcCode: lastError.grpcCode });
+    throw new ReplogError(`no metadata service answered: ${lastError.message}; ${this._unreachableHint(lastError)}`,
+      lastError.error, { grpcCode: lastError.grpcCode });
+  }
+
+  _unreachableHint(error) {
+    if (error.grpcCode === grpc.status.UNAUTHENTICATED) {
+      return 'the cluster did not accept this client\'s credentials: check the security option\'s token';
+    }
+    if (!this.tls) {
+      return 'is the cluster running at that address? If it serves TLS, give the security option ' +
+        '{cafile, certfile, keyfile} (or set REPLOG_SSL_CAFILE, REPLOG_SSL_CERTFILE, REPLOG_SSL_KEYFILE): its CA, ' +
+        'and a client certificate and key where it requires them';
+    }
+    return 'is the cluster running at that address? Check the security option: cafile must be the CA of the ' +
+      'cluster\'s certificates, and certfile a certificate it accepts where it requires one';
   }
 
   _learn(response) {
@@ -122,9 +141,8 @@ class Cluster {
   _clientsAt(address) {
     let clients = this.clients.get(address);
     if (!clients) {
-      const credentials = grpc.credentials.createInsecure();
-      const broker = new this.api.BrokerService(address, credentials, this.options);
-      const coordinator = new this.api.CoordinatorService(address, credentials,
+      const broker = new this.api.BrokerService(address, this.credentials, this.options);
+      const coordinator = new this.api.CoordinatorService(address, this.credentials,
         { ...this.options, channelOverride: broker.getChannel() });
       clients = { broker, coordinator };
       this.clients.set(address, clients);
@@ -142,8 +160,7 @@ class Cluster {
     if (!this.controllerAddress) throw new ReplogError('no active controller is known', 'NOT_CONTROLLER');
     let clients = this.clients.get(this.controllerAddress);
     if (!clients) {
-      clients = { controller: new this.api.ControllerService(this.controllerAddress, grpc.credentials.createInsecure(),
-        this.options) };
+      clients = { controller: new this.api.ControllerService(this.controllerAddress, this.credentials, this.options) };
       this.clients.set(this.controllerAddress, clients);
     }
     return clients.controller;

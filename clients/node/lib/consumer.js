@@ -46,7 +46,8 @@ class Consumer {
    * @param {object} [options] groupId, instanceId, autoOffsetReset ('earliest', 'latest', 'none'),
    *   autoCommit, autoCommitIntervalMs, fetchMaxWaitMs, fetchMaxBytes, maxPartitionFetchBytes,
    *   requestTimeoutMs, retryBackoffMs, rebalanceTimeoutMs, serverAssignor, closeTimeoutMs, clientId,
-   *   logger, onAssigned, onRevoked, onLost (async callbacks taking [{topic, partition}])
+   *   logger, onAssigned, onRevoked, onLost (async callbacks taking [{topic, partition}]), security
+   *   ({cafile, certfile, keyfile, serverName, token, tokenFile}; else the REPLOG_SSL_* environment)
    */
   constructor(bootstrap, options = {}) {
     this.config = { ...DEFAULTS, ...options };
@@ -55,7 +56,7 @@ class Consumer {
         'INVALID_CONFIG');
     }
     this.log = makeLogger(this.config.logger, 'consumer');
-    this.cluster = new Cluster(bootstrap, { clientId: this.config.clientId });
+    this.cluster = new Cluster(bootstrap, { clientId: this.config.clientId, security: this.config.security });
     this.partitions = new Map(); // key -> Partition
     this.group = null;
     this.polling = false;

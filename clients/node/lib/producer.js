@@ -60,7 +60,8 @@ class Producer {
    * @param {string|string[]} bootstrap metadata service address(es), "host:port"
    * @param {object} [options] acks ('all', 1, 0), lingerMs, batchSizeBytes, maxRequestBytes,
    *   requestTimeoutMs, deliveryTimeoutMs, retryBackoffMs, maxRequestsPerLeader, idempotent,
-   *   compression ('none', 'gzip'), clientId, logger
+   *   compression ('none', 'gzip'), clientId, logger, security ({cafile, certfile, keyfile, serverName, token,
+   *   tokenFile}: TLS and a bearer token; else the REPLOG_SSL_* environment; false: plaintext)
    */
   constructor(bootstrap, options = {}) {
     this.config = { ...DEFAULTS, ...options };
@@ -72,7 +73,7 @@ class Producer {
       throw new ReplogError('an idempotent producer needs acks=all (as in Kafka)', 'INVALID_CONFIG');
     }
     this.log = makeLogger(this.config.logger, 'producer');
-    this.cluster = new Cluster(bootstrap, { clientId: this.config.clientId });
+    this.cluster = new Cluster(bootstrap, { clientId: this.config.clientId, security: this.config.security });
     this.partitioner = new StickyPartitioner(this.config.batchSizeBytes);
     this.queues = new Map(); // "topic\0partition" -> PartitionQueue
     this.requestsInFlight = new Map(); // leader id -> Produce requests not answered
