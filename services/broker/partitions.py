@@ -204,12 +204,14 @@ class Partitions:
             driver.tick(now)
 
     def clean_logs(self, wall: int) -> None:
-        """Kafka's log retention and cleaner: only below the HW, so nothing unreplicated goes."""
+        """Kafka's log retention and cleaner: retention only below the HW, so nothing unreplicated goes;
+        the cleaner only below the last stable offset, so no transaction is cleaned before its marker is
+        replicated (and its aborted batches are known)."""
         for driver in self.hosted:
             high_watermark = driver.replica.high_watermark
             deleted = driver.log.apply_retention(wall, high_watermark=high_watermark)
             if driver.log.config.compacts:
-                stats = driver.log.compact(wall, up_to_offset=high_watermark)
+                stats = driver.log.compact(wall, up_to_offset=driver.replica.last_stable_offset)
                 log.debug("%s compacted: %s", driver.name, stats)
             if deleted:
                 driver.advance_log_start_offset()
