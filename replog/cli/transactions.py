@@ -171,10 +171,10 @@ def describe_text(report: dict) -> str:
 
 
 def _find_hanging(args: argparse.Namespace) -> int:
-    if args.topic is None and args.broker_id is None:
-        raise ClientError("find-hanging needs --topic or --broker-id to say where to search")
     if args.partition is not None and args.topic is None:
         raise ClientError("--partition needs --topic")
+    if args.topic is None and args.broker_id is None:
+        raise ClientError("find-hanging needs --topic or --broker-id to say where to search")
     if args.partition is not None and args.partition < 0:
         raise ClientError(f"--partition must not be negative, not {args.partition}")
     if args.max_transaction_timeout < 0:
