@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from replog.core.group import records
 from replog.core.txn.aborted import AbortedTxn
 from replog.core.txn.markers import TxnMarker
 from replog.core.txn.read_committed import read_committed
@@ -90,20 +91,26 @@ def roll_past(txns: TxnLog, count: int = 6) -> None:
         txns.plain(b"filler-%d" % index, b"x")
 
 
+def offset_commit(offset: int) -> tuple[bytes, bytes]:
+    """The __consumer_offsets record of group g's committed offset for orders-0, as its coordinator writes it."""
+    return records.offset_commit("g", "orders", 0, records.OffsetCommitValue(offset, -1, "", START_MS)).encode()
+
+
 def test_an_aborted_offset_commit_never_outlives_the_committed_one_it_shadowed(open_log):
     txns = txn_log(open_log)
-    committed = txns.plain(b"group|orders|0", b"offset=10")
-    txns.transactional(5, b"group|orders|0", b"offset=20")
+    key, committed_value = offset_commit(10)
+    committed = txns.plain(key, committed_value)
+    txns.transactional(5, *offset_commit(20))  # TxnOffsetCommit in a transaction that then aborts
     txns.end(5, commit=False)
     roll_past(txns)
-    assert txns.read_committed()[b"group|orders|0"] == b"offset=10"
+    assert txns.read_committed()[key] == committed_value
 
     stats = txns.compact()
 
     assert stats.aborted_records_removed == 1
-    assert txns.read_committed()[b"group|orders|0"] == b"offset=10"
-    values = [(r.offset, r.value) for r in records_of(txns.log.read(0, 1 << 24).records) if r.key == b"group|orders|0"]
-    assert values == [(committed, b"offset=10")]  # no reader, read_committed or not, sees the aborted 20
+    assert records.decode(key, txns.read_committed()[key]).value.offset == 10
+    kept = [(r.offset, r.value) for r in records_of(txns.log.read(0, 1 << 24).records) if r.key == key]
+    assert kept == [(committed, committed_value)]  # no reader, read_committed or not, meets the aborted 20
 
 
 def test_a_committed_transaction_keeps_its_records_and_its_marker(open_log):
