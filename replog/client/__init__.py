@@ -25,6 +25,7 @@ from replog.client.errors import (
 )
 from replog.client.producer import Producer, RecordFuture
 from replog.client.types import (
+    AbortTransactionSpec,
     ConsumerGroupMetadata,
     ConsumerRecord,
     CreatedTopic,
@@ -44,6 +45,7 @@ from replog.client.types import (
 )
 
 __all__ = [
+    "AbortTransactionSpec",
     "Admin",
     "AdminError",
     "ClientError",

@@ -33,6 +33,7 @@ from replog.client.metadata import MetadataManager
 from replog.client.offsets_lookup import list_offsets
 from replog.client.retry import backoff_ms, error_code_for_status
 from replog.client.types import (
+    AbortTransactionSpec,
     CreatedTopic,
     GroupDescription,
     GroupListing,
@@ -46,6 +47,7 @@ from replog.client.types import (
 )
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
+from replog.core.txn.hanging import abort_coordinator_epoch, abort_marker_epoch
 from replog.core.txn.producer import Reaction, Request, reaction, retried
 from replog.rpc.channels import ClientSecurity
 
@@ -526,18 +528,58 @@ class Admin:
         """The active producers of each partition, from its leader (Kafka's describeProducers):
         UnknownTopicError or AdminError for a partition that does not exist."""
         tps = [TopicPartition(*tp) for tp in partitions]
+        self._check_partitions(tps)
+        return self._io.run(self._at_leaders(
+            tps, lambda stub, asked: stub.DescribeProducers(broker_requests.describe_producers_request(asked),
+                                                            timeout=self._request_timeout_s),
+            broker_requests.described_producers, "describing the producers"),
+            self._request_timeout_s + 5, what="describing producers")
+
+    def abort_transaction(self, spec: AbortTransactionSpec) -> None:
+        """Write an ABORT marker for the producer's open transaction on one partition, as its coordinator
+        would (Kafka's abortTransaction): for a hanging transaction, that no coordinator will end. The marker
+        carries the epoch above `spec.producer_epoch` (every end bumps it, KIP-890), so the producer's
+        later writes there at that epoch are refused. Needs ClusterAction on the cluster.
+        AdminError when the transaction has ended already or a newer coordinator wrote there."""
+        tp = TopicPartition(*spec.topic_partition)
+        marker_epoch = abort_marker_epoch(spec.producer_epoch)
+        if marker_epoch is None:
+            raise AdminError(f"producer {spec.producer_id}'s epoch {spec.producer_epoch} leaves no epoch for a "
+                             f"marker above it", ErrorCode.INVALID_REQUEST, tp.topic)
+        self._check_partitions([tp])
+        request = broker_requests.abort_marker_request(tp, spec.producer_id, marker_epoch,
+                                                       abort_coordinator_epoch(spec.coordinator_epoch))
+        try:
+            self._io.run(self._at_leaders(
+                [tp], lambda stub, _: stub.WriteTxnMarkers(request, timeout=self._request_timeout_s),
+                broker_requests.written_markers, "writing the abort marker"),
+                self._request_timeout_s + 5, what=f"aborting a transaction on {tp}")
+        except AdminError as error:
+            if error.error_code is ErrorCode.INVALID_PRODUCER_EPOCH:
+                raise AdminError(f"producer {spec.producer_id} has no transaction at epoch {spec.producer_epoch} "
+                                 f"open on {tp} any more: its epoch there is higher (the transaction ended)",
+                                 error.error_code, tp.topic) from None
+            if error.error_code is ErrorCode.TRANSACTION_COORDINATOR_FENCED:
+                raise AdminError(f"a coordinator epoch above {spec.coordinator_epoch} wrote a marker for producer "
+                                 f"{spec.producer_id} on {tp}; name its epoch (see `replog producers`)",
+                                 error.error_code, tp.topic) from None
+            raise
+
+    def _check_partitions(self, tps: list[TopicPartition]) -> None:
+        """UnknownTopicError or AdminError for a partition that does not exist."""
         for topic in self.describe_topics(sorted({tp.topic for tp in tps})):
             count = len(topic.partitions)
             for tp in tps:
                 if tp.topic == topic.name and not 0 <= tp.partition < count:
                     raise AdminError(f"topic {tp.topic!r} has partitions 0..{count - 1}, not {tp.partition}",
                                      ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, tp.topic)
-        return self._io.run(self._describe_producers(tps), self._request_timeout_s + 5,
-                            what="describing producers")
 
-    async def _describe_producers(self, tps: list[TopicPartition]) -> dict[TopicPartition, list[ProducerDescription]]:
+    async def _at_leaders(self, tps: list[TopicPartition], call: Callable, read: Callable, what: str) -> dict:
+        """Ask each partition's leader (`call(stub, partitions)`), finding leaders again after a retriable
+        answer, until every partition has answered; `read` turns an answer into {partition: (code, message,
+        value)}, and the values come back by partition."""
         deadline = time.monotonic() + self._request_timeout_s
-        found: dict[TopicPartition, list[ProducerDescription]] = {}
+        found: dict = {}
         attempt = 0
         while True:
             metadata = self._metadata.current
@@ -549,20 +591,22 @@ class Admin:
             for leader, asked in by_leader.items():
                 address = metadata.brokers[leader]
                 try:
-                    response = await self._channels.broker(address).DescribeProducers(
-                        broker_requests.describe_producers_request(asked), timeout=self._request_timeout_s)
+                    response = await call(self._channels.broker(address), asked)
                 except grpc.aio.AioRpcError as error:
                     if error.code() is grpc.StatusCode.UNIMPLEMENTED:
-                        raise ServerUnsupportedError(f"broker {leader} at {address} does not describe producers: "
+                        raise ServerUnsupportedError(f"broker {leader} at {address} does not support {what}: "
                                                      f"{error.details()}") from None
+                    code = error_code_for_status(error.code())
+                    if not code.retriable:
+                        raise AdminError(f"{what} failed: broker {leader} at {address} answered "
+                                         f"{error.code().name}: {error.details()}", code) from None
                     problem = f"broker {leader} at {address} answered {error.code().name}: {error.details()}"
                     continue
-                for tp, (code, message, producers) in broker_requests.described_producers(response).items():
+                for tp, (code, message, value) in read(response).items():
                     if code is ErrorCode.NONE:
-                        found[tp] = producers
+                        found[tp] = value
                     elif not code.retriable:
-                        raise AdminError(f"describing the producers of {tp} failed: {code.name}: {message}", code,
-                                         tp.topic)
+                        raise AdminError(f"{what} of {tp} failed: {code.name}: {message}", code, tp.topic)
                     else:
                         problem = f"{tp}: {code.name}: {message}"
             if len(found) == len(set(tps)):
@@ -570,7 +614,7 @@ class Admin:
             attempt += 1
             wait_s = backoff_ms(attempt, self._retry_backoff_s * 1000, jitter=random.random()) / 1000
             if time.monotonic() + wait_s >= deadline:
-                raise ClusterUnreachableError(f"no leader described its producers in time ({problem})")
+                raise ClusterUnreachableError(f"no leader answered {what} in time ({problem})")
             await asyncio.sleep(wait_s)
             await self._metadata.refresh()
 

@@ -106,3 +106,20 @@ def described_producers(response: broker_pb2.DescribeProducersResponse
                             p.current_txn_start_offset) for p in sorted(result.active_producers,
                                                                         key=lambda p: p.producer_id)])
         for tp, result in partition_results(response).items()}
+
+
+def abort_marker_request(tp: TopicPartition, producer_id: int, producer_epoch: int,
+                         coordinator_epoch: int) -> broker_pb2.WriteTxnMarkersRequest:
+    """WriteTxnMarkers with one ABORT marker for one partition (an operator's abort)."""
+    request = broker_pb2.WriteTxnMarkersRequest()
+    request.markers.add(producer_id=producer_id, producer_epoch=producer_epoch, committed=False,
+                        coordinator_epoch=coordinator_epoch,
+                        topics=[common_pb2.TopicPartitions(topic=tp.topic, partitions=[tp.partition])])
+    return request
+
+
+def written_markers(response: broker_pb2.WriteTxnMarkersResponse) -> dict[TopicPartition, tuple[ErrorCode, str, None]]:
+    """Each partition's outcome of WriteTxnMarkers."""
+    return {TopicPartition(result.topic, result.partition): (ErrorCode.of(result.error_code), result.error_message,
+                                                             None)
+            for marker in response.markers for result in marker.results}

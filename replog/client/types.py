@@ -178,6 +178,18 @@ class TransactionDescription:
 
 
 @dataclass(frozen=True)
+class AbortTransactionSpec:
+    """A transaction open on one partition, to end with an ABORT marker (Kafka's AbortTransactionSpec):
+    its producer id, the producer's epoch there and the coordinator epoch of its latest marker there (-1
+    without one), as DescribeProducers shows them."""
+
+    topic_partition: TopicPartition
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+
+
+@dataclass(frozen=True)
 class ProducerDescription:
     """An active producer of a partition, as its leader knows it (Kafka's DescribeProducers)."""
 

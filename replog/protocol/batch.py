@@ -18,6 +18,7 @@ from replog.protocol.layout import (
     BATCH_LENGTH_MIN,
     CONTROL_BIT,
     CRC_FIELDS,
+    DELETE_HORIZON_BIT,
     HEADER,
     LOG_OVERHEAD,
     MAGIC,
@@ -77,6 +78,7 @@ def encode_batch(
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
     transactional: bool = False,
     control: bool = False,
+    delete_horizon_ms: int | None = None,
 ) -> bytes:
     """Encode one batch from (key, value[, headers]) tuples or from `Record`s.
 
@@ -84,11 +86,16 @@ def encode_batch(
     `base_timestamp_ms` (the wall clock when None). Records keep their own
     absolute offsets, which must increase from `base_offset` on, and their own
     timestamps, stored relative to `base_timestamp_ms` (by default the first
-    record's timestamp).
+    record's timestamp). With `delete_horizon_ms` (records only), that is the
+    base timestamp, flagged as the batch's delete horizon (KIP-534).
     """
     items = values_or_records if isinstance(values_or_records, (list, tuple)) else list(values_or_records)
     if not items:
         raise ValueError("a record batch holds at least one record")
+    if delete_horizon_ms is not None:
+        if not isinstance(items[0], Record):
+            raise ValueError("a delete horizon is stamped on records that keep their own timestamps")
+        base_timestamp_ms = delete_horizon_ms
     if isinstance(items[0], Record):
         base_timestamp = items[0].timestamp if base_timestamp_ms is None else base_timestamp_ms
         rows, last_offset_delta, max_timestamp = _record_rows(items, base_offset, base_timestamp)
@@ -97,7 +104,8 @@ def encode_batch(
         rows, last_offset_delta, max_timestamp = _tuple_rows(items), len(items) - 1, base_timestamp
     codec = Compression(compression)
     payload = compress(codec, encode_records(rows))
-    attributes = codec | (TRANSACTIONAL_BIT if transactional else 0) | (CONTROL_BIT if control else 0)
+    attributes = (codec | (TRANSACTIONAL_BIT if transactional else 0) | (CONTROL_BIT if control else 0)
+                  | (DELETE_HORIZON_BIT if delete_horizon_ms is not None else 0))
     crc_fields = CRC_FIELDS.pack(
         attributes,
         last_offset_delta,

@@ -6,6 +6,7 @@ from replog.protocol.compression import Compression
 from replog.protocol.layout import (
     COMPRESSION_MASK,
     CONTROL_BIT,
+    DELETE_HORIZON_BIT,
     HEADER,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_BIT,
@@ -68,6 +69,11 @@ class BatchHeader:
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & CONTROL_BIT)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """When the cleaner may remove this batch (KIP-534); None when no cleaner stamped one."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_BIT else None
 
 
 def read_header(buf, pos: int = 0) -> BatchHeader:

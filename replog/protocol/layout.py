@@ -52,6 +52,9 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08  # set: LogAppendTime, clear: CreateTime
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
+# Set: baseTimestamp is the batch's delete horizon, not its first record's time (KIP-534); the cleaner
+# stamps it on a transaction marker it may remove once that time has passed.
+DELETE_HORIZON_BIT = 0x40
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

@@ -166,11 +166,11 @@ class PartitionLog:
 
     def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """Segment after segment from the one holding `fetch_offset`, until one says no later one can add
-        an overlapping transaction (Kafka's collectAbortedTxns)."""
+        an overlapping transaction (Kafka's collectAbortedTxns). Segments past the bound are searched too:
+        a transaction that began below it may have its ABORT marker, and so its entry, far beyond it (another
+        transaction held the LSO meanwhile)."""
         found: list[AbortedTxn] = []
         for segment in self._segments[self._floor_index(fetch_offset):]:
-            if segment.base_offset >= upper_bound_offset:
-                break
             entries, complete = segment.txn_index.collect(fetch_offset, upper_bound_offset)
             found += entries
             if complete:
@@ -426,8 +426,8 @@ class PartitionLog:
     def compact(self, now_ms: int, *, up_to_offset: int) -> cleaner.CleanerStats:
         """Keep only the latest record of each key in closed segments wholly below `up_to_offset`.
 
-        Only for cleanup.policy with "compact"; the broker passes its HW.
-        See `cleaner` for what is kept.
+        Only for cleanup.policy with "compact"; the broker passes its last stable offset, so that
+        no transaction is cleaned before it is decided and replicated. See `cleaner` for what is kept.
         """
         self._now_ms = now_ms
         if not self.config.compacts:
@@ -438,7 +438,10 @@ class PartitionLog:
             if self._segments[index + 1].base_offset <= up_to_offset
         ]
         segments = [self._segments[index] for index in cleanable]
-        rewritten, stats = cleaner.clean(segments, self.config, now_ms)
+        end = self._segments[len(cleanable)].base_offset
+        aborted = [entry for segment in self._segments for entry in segment.txn_index.entries()
+                   if entry.first_offset < end]
+        rewritten, stats = cleaner.clean(segments, self.config, now_ms, aborted)
         for index, segment in zip(cleanable, rewritten):
             self._segments[index] = segment
         return stats

@@ -98,6 +98,15 @@ class TransactionIndex:
     def delete(self) -> None:
         self.path.unlink(missing_ok=True)
 
+    def replace(self, path: Path) -> None:
+        """Take the place of the index at `path` in one step (the cleaner's swap); an empty index leaves no
+        file there."""
+        if self.path.exists():
+            os.replace(self.path, path)
+        else:
+            path.unlink(missing_ok=True)
+        self.path = path
+
 
 def _problem(version: int, entry: AbortedTxn, base_offset: int, previous: AbortedTxn | None) -> str:
     if version != ENTRY_VERSION:

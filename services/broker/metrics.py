@@ -86,6 +86,11 @@ LAST_STABLE_OFFSET_LAG = prometheus_client.Gauge(
     "replog_last_stable_offset_lag",
     "High watermark minus last stable offset of a partition led here: records an open transaction holds back "
     "from read_committed consumers.", ["topic", "partition"])
+PARTITIONS_WITH_LATE_TRANSACTIONS = prometheus_client.Gauge(
+    "replog_partitions_with_late_transactions",
+    "Partitions led here holding a transaction open whose producer has written nothing there for "
+    "transaction.max.timeout.ms + 5 minutes: a hanging transaction (Kafka's PartitionsWithLateTransactionsCount; "
+    "see `replog transactions find-hanging`).")
 
 
 class LogDirCollector(Collector):

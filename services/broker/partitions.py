@@ -55,6 +55,8 @@ class Partitions:
         send_fetch: Callable[[PartitionDriver, SendFetch], None],
         propose_isr: Callable[[PartitionDriver, ProposeIsr], None],
         cleanup_interval_ms: int = 300_000,
+        # transaction.max.timeout.ms: a transaction open this long past it (and a buffer) is late.
+        max_transaction_timeout_ms: int = 900_000,
         # Called when a hosted partition's role or leader epoch changes, or it stops.
         role_changed: Callable[[PartitionDriver], None] = lambda driver: None,
     ) -> None:
@@ -77,7 +79,8 @@ class Partitions:
         self.fetch_waiters = FetchWaiters()
         self._checkpointing: asyncio.Task[None] | None = None
         self._ticker = Ticker(self._tick, [
-            Duty(GAUGE_INTERVAL_S, lambda: update_gauges(self.broker_id, self.hosted)),
+            Duty(GAUGE_INTERVAL_S, lambda: update_gauges(self.broker_id, self.hosted, now_ms(),
+                                                         max_transaction_timeout_ms)),
             Duty(CHECKPOINT_INTERVAL_S, self._checkpoint_in_thread, ready=self._checkpoint_done),
             Duty(cleanup_interval_ms / 1000, lambda: self.clean_logs(wall_ms())),
         ])
@@ -204,12 +207,14 @@ class Partitions:
             driver.tick(now)
 
     def clean_logs(self, wall: int) -> None:
-        """Kafka's log retention and cleaner: only below the HW, so nothing unreplicated goes."""
+        """Kafka's log retention and cleaner: retention only below the HW, so nothing unreplicated goes;
+        the cleaner only below the last stable offset, so no transaction is cleaned before its marker is
+        replicated (and its aborted batches are known)."""
         for driver in self.hosted:
             high_watermark = driver.replica.high_watermark
             deleted = driver.log.apply_retention(wall, high_watermark=high_watermark)
             if driver.log.config.compacts:
-                stats = driver.log.compact(wall, up_to_offset=high_watermark)
+                stats = driver.log.compact(wall, up_to_offset=driver.replica.last_stable_offset)
                 log.debug("%s compacted: %s", driver.name, stats)
             if deleted:
                 driver.advance_log_start_offset()

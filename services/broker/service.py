@@ -127,6 +127,7 @@ class BrokerProcess:
         self._partitions = Partitions(self.broker_id, self._log_dirs, self._settings_for,
                                       self._send_fetch, self._propose_isr,
                                       cleanup_interval_ms=config["log.retention.check.interval.ms"],
+                                      max_transaction_timeout_ms=config["transaction.max.timeout.ms"],
                                       role_changed=self._on_role_changed)
         self._groups = GroupCoordinators(self._partitions, group_config(config),
                                          retention_check_interval_ms=config["offsets.retention.check.interval.ms"],

@@ -13,6 +13,7 @@ from replog.cli.bootstrap import bootstrap_address
 from replog.cli.main import build_parser, main
 from replog.cli.topics import describe_report, describe_text, parse_replica_assignment
 from replog.client import (
+    AbortTransactionSpec,
     ClientError,
     GroupDescription,
     MemberDescription,
@@ -23,6 +24,7 @@ from replog.client import (
     TopicPartition,
     TransactionDescription,
 )
+from replog.core.txn.hanging import HangingTransaction, OpenTransaction
 
 NOWHERE = "127.0.0.1:1"
 
@@ -331,3 +333,35 @@ def test_transaction_commands_refuse_bad_input_before_connecting(capsys):
         run(capsys, "consume", "t", "--isolation-level", "serializable")
     assert raised.value.code == 2
     assert "invalid choice: 'serializable'" in capsys.readouterr().err
+
+
+def test_hanging_transactions_are_reported_with_null_for_what_is_unknown():
+    tp = TopicPartition("t", 2)
+    found = [HangingTransaction(OpenTransaction(tp, 9, 0, -1, 40, 1_000), None),
+             HangingTransaction(OpenTransaction(tp, 7, 3, 5, 12, -1), "writer")]
+    assert transactions.hanging_report(found, now_ms=61_000) == {"hanging_transactions": [
+        {"topic": "t", "partition": 2, "producer_id": 9, "producer_epoch": 0, "coordinator_epoch": None,
+         "start_offset": 40, "last_timestamp_ms": 1_000, "duration_ms": 60_000, "transactional_id": None},
+        {"topic": "t", "partition": 2, "producer_id": 7, "producer_epoch": 3, "coordinator_epoch": 5,
+         "start_offset": 12, "last_timestamp_ms": None, "duration_ms": None, "transactional_id": "writer"}]}
+    spec = AbortTransactionSpec(tp, 9, 0, -1)
+    assert transactions.abort_report(spec, 40) == {
+        "topic": "t", "partition": 2, "producer_id": 9, "producer_epoch": 0, "coordinator_epoch": None,
+        "start_offset": 40, "marker_producer_epoch": 1, "marker_coordinator_epoch": 0}
+
+
+@pytest.mark.parametrize("argv, says", [
+    (("find-hanging",), "find-hanging needs --topic or --broker-id"),
+    (("find-hanging", "--partition", "1"), "--partition needs --topic"),
+    (("find-hanging", "--topic", "t", "--partition", "-1"), "--partition must not be negative"),
+    (("find-hanging", "--topic", "t", "--max-transaction-timeout", "-1"), "must not be negative"),
+    (("abort", "--topic", "t", "--partition", "0"), "either by --start-offset or by --producer-id"),
+    (("abort", "--topic", "t", "--partition", "0", "--start-offset", "4", "--producer-id", "1"),
+     "either by --start-offset or by --producer-id"),
+    (("abort", "--topic", "t", "--partition", "0", "--producer-id", "1", "--coordinator-epoch", "0"),
+     "--producer-epoch missing"),
+    (("abort", "--topic", "t", "--partition", "-3", "--start-offset", "4"), "--partition must not be negative"),
+])
+def test_hanging_transaction_commands_refuse_bad_input_before_connecting(capsys, argv, says):
+    code, _out, err = run(capsys, "transactions", *argv, "--bootstrap", NOWHERE)
+    assert code == 1 and says in err and len(err.strip().splitlines()) == 1, err

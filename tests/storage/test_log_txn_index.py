@@ -39,3 +39,16 @@ def test_an_index_goes_with_its_segment(open_log, partition_dir):
     log.delete_records_before(log.segments[2].base_offset)
     assert not list(partition_dir.glob(f"*{TXN_INDEX_SUFFIX}"))
     assert log.aborted_transactions(log.log_start_offset, log.log_end_offset) == []
+
+
+def test_a_fetch_below_the_lso_names_an_abort_whose_marker_lies_segments_past_it(open_log):
+    # Producer 7 began at offset 2, producer 8 at 4 and stays open (the LSO); 7's abort is written much later,
+    # segments past the LSO. A read_committed fetch of [0, LSO) returns 7's batch: it must be told it aborted.
+    log = open_log()
+    fill(log, 2)
+    fill(log, 30)  # rolls (1 KiB segments)
+    aborted = AbortedTxn(7, 2, log.log_end_offset - 1, 4)
+    log.index_aborted([aborted])
+    assert log.segments[-1].base_offset > 4
+
+    assert log.aborted_transactions(0, 4) == [aborted]
