@@ -11,6 +11,9 @@ and in one local[2] SparkSession times, `--runs` times each, median reported:
                         answers from the files' footers
 - replog -> parquet:    the replog rows written to parquet on local disk
 - parquet -> parquet:   the parquet rows written again (Spark's own ceiling on this machine)
+- reader alone:         the tasks' reader (fetch from the leaders, decode into Arrow in C, Arrow's
+                        IPC encoding as Spark's worker hands batches on) over every partition in
+                        one thread of this process, without Spark
 
 Then a streaming query at `--rate` records/s (one producer thread) with a `--trigger-s` trigger
 into a noop sink: each micro-batch's duration and the time from a record's produce timestamp
@@ -69,6 +72,32 @@ def fill(bootstrap: str, topic: str, records: int, record_size: int) -> float:
     return time.perf_counter() - started
 
 
+def read_alone(bootstrap: str, topic: str) -> int:
+    """Every record of `topic` through the Spark tasks' reader and Arrow IPC, in this thread."""
+    import pyarrow as pa
+
+    from replog.client import Consumer
+    from replog.core.topic_partition import TopicPartition
+    from replog.spark.partition_reader import PartitionReader, ReadSettings
+
+    with Admin(bootstrap) as admin:
+        (description,) = admin.describe_topics([topic])
+    with Consumer(bootstrap) as consumer:
+        ends = consumer.end_offsets([TopicPartition(topic, p.partition) for p in description.partitions])
+    reader = PartitionReader(bootstrap, ReadSettings())
+    rows = 0
+    try:
+        for tp, end in ends.items():
+            for batch in reader.read(tp, 0, end):
+                sink = pa.BufferOutputStream()
+                with pa.ipc.new_stream(sink, batch.schema) as writer:
+                    writer.write_batch(batch)
+                rows += batch.num_rows
+    finally:
+        reader.close()
+    return rows
+
+
 def batch_figures(spark, bootstrap: str, topic: str, records: int, runs: int, scratch: str) -> dict:
     def source():
         return spark.read.format("replog").option("bootstrap", bootstrap).option("subscribe", topic).load()
@@ -88,6 +117,7 @@ def batch_figures(spark, bootstrap: str, topic: str, records: int, runs: int, sc
         counts["replog_to_parquet"].append(timed(lambda: source().write.mode("overwrite").parquet(out)))
         counts["parquet_to_parquet"].append(timed(lambda: spark.read.parquet(base).write.mode("overwrite")
                                                   .parquet(out)))
+    counts["reader_one_thread"] = [timed(lambda: read_alone(bootstrap, topic)) for _ in range(runs)]
     figures = {name: median_rate(records, seconds) for name, seconds in counts.items()}
     figures["count_ratio"] = round(figures["replog_count"]["records_per_s"]
                                    / figures["parquet_count"]["records_per_s"], 3)
