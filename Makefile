@@ -134,7 +134,7 @@ down: setup
 
 # pytest exits 5 when it collects no test: that is a failure here too, said plainly.
 test: setup
-	@$(PY) -m pytest -q tests; rc=$$?; \
+	@$(PY) -m pytest -q --durations=15 tests; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no tests were collected"; exit 1; fi; exit $$rc
 
 test-fast: setup

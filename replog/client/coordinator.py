@@ -107,7 +107,8 @@ class Coordinators:
             self._found[key] = found
             return ""
         if not code.retriable:
-            raise ClientError(f"{self._key_type} {key!r}: {code.name}: {message}", code)
+            raise ClientError(f"finding the coordinator of {self._key_type} {key!r} failed with {code.name}"
+                              + (f": {message}" if message else ""), code)
         return f"{code.name}: {message}"
 
     async def call(self, key: str, method: str, request: Any, codes: Callable[[Any], Iterable[ErrorCode]],

@@ -130,11 +130,12 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
     authenticator = Authenticator.from_config(config)
     authorizer = Authorizer.from_config(config)
     interceptors: list[grpc.aio.ServerInterceptor] = [_MetricsInterceptor(), LimitsInterceptor(limits_of(config))]
-    if authorizer is not None or config["token.hmac.secret.file"] or config["token.public.key.file"]:
-        interceptors.append(SecurityInterceptor(authenticator, authorizer))
+    # Quotas before the authorizer: a request it refuses counts against its principal's quotas too.
     quotas = QuotaManager.from_config(config)
     if quotas is not None:
         interceptors.append(QuotaInterceptor(authenticator, quotas))
+    if authorizer is not None or config["token.hmac.secret.file"] or config["token.public.key.file"]:
+        interceptors.append(SecurityInterceptor(authenticator, authorizer))
     server = grpc.aio.server(interceptors=interceptors, options=channel_options(config["socket.request.max.bytes"]))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

@@ -202,6 +202,15 @@ RULES: dict[str, tuple[Check, ...]] = {
 # Inner requests of the stream forms: each message is checked as its unary RPC.
 STREAM_OF = {BROKER + "ProduceStream": BROKER + "Produce", BROKER + "FetchStream": BROKER + "Fetch"}
 
+
+def is_cluster_action(method: str, request: Message) -> bool:
+    """Whether `request` is one of the cluster's own, needing ClusterAction on the cluster (a
+    follower's fetch, the controller's LeaderAndIsr, a broker's verify-only AddPartitionsToTxn):
+    quotas never count those (Kafka exempts them)."""
+    return any(isinstance(check, Cluster) and check.operation is O.CLUSTER_ACTION and check.when(request)
+               for check in RULES.get(STREAM_OF.get(method, method), ()))
+
+
 # Open to everyone: probes and tools must reach them.
 OPEN_SERVICES = ("/grpc.health.v1.Health/", "/grpc.reflection.v1alpha.ServerReflection/",
                  "/grpc.reflection.v1.ServerReflection/")

@@ -2,6 +2,7 @@
 
     /config/users/alice                   {"version":1,"config":{"producer_byte_rate":"1048576"}}
     /config/clients/<default>             {"version":1,"config":{"consumer_byte_rate":"2097152"}}
+    /config/clients/etl                   {"version":1,"config":{"request_rate":"200"}}
     /config/changes/config_change_0000003 {"version":2,"entity_path":"users/alice"}
 """
 
@@ -16,7 +17,7 @@ from collections.abc import Callable, Mapping
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
 
-from replog.core.quota import Quotas, parse_quota_configs
+from replog.core.quota import KINDS, Quotas, parse_quota_configs
 from replog.zk import paths
 
 log = logging.getLogger(__name__)
@@ -68,9 +69,9 @@ def read_quotas(client: KazooClient) -> Quotas:
             continue
         for quoted in names:
             name = urllib.parse.unquote(quoted)
-            try:
+            try:  # a user's znode may hold more than its quotas (Kafka keeps SCRAM credentials there)
                 configs = parse_quota_configs(
-                    {k: v for k, v in read_entity(client, entity_type, name).items() if k.endswith("_byte_rate")})
+                    {k: v for k, v in read_entity(client, entity_type, name).items() if k in KINDS})
             except (ValueError, json.JSONDecodeError) as error:
                 log.error("the quota of %s %s does not read (%s); it is ignored", entity_type, name, error)
                 continue

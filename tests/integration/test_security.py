@@ -17,6 +17,9 @@ from tests.integration.cluster import REPLOG, LocalCluster, token_secret_file, w
 pytestmark = pytest.mark.slow
 
 
+QUOTA_WINDOWS = 3  # of quota.window.size.seconds=1
+
+
 @pytest.fixture(scope="module")
 def secret_file(tmp_path_factory):
     return token_secret_file(tmp_path_factory)
@@ -35,7 +38,7 @@ def cluster(tmp_path_factory, secret_file, digest_file):
     local.up("--brokers", "2", "--controllers", "1", "--tls", "--authorizer",
              "--config", f"token.hmac.secret.file={secret_file}",
              "--config", "zookeeper.set.acl=true", "--config", f"zookeeper.auth.digest.file={digest_file}",
-             "--config", "quota.window.num=3")  # a quota's rate over 3 s: the test sees it settle sooner
+             "--config", f"quota.window.num={QUOTA_WINDOWS}")  # a quota's rate over 3 s: the test sees it settle sooner
     yield local
     local.down()
 
@@ -106,7 +109,7 @@ def test_a_certificate_of_the_clusters_ca_gets_in(cluster, tls, certificates, tm
 
 def test_metrics_are_served_over_https_to_certificate_holders(cluster, tls, certificates):
     address = cluster.metrics_address("broker", 1)
-    alice = ClientSecurity(tls["cafile"], certificates["alice"].certfile, certificates["alice"].keyfile)
+    alice = _client(tls, certificates["alice"])
     assert wait_for(lambda: scrape_metric(address, "replog_tls_certificate_expiry_timestamp_seconds", security=alice),
                     10, "the broker's metrics over HTTPS") > 0
     assert scrape_metric(address, "process_cpu_seconds_total") is None
@@ -206,7 +209,7 @@ def test_a_controller_request_from_a_client_principal_is_refused_naming_principa
     from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
     from replog.rpc.channels import channel
 
-    alice = ClientSecurity(tls["cafile"], certificates["alice"].certfile, certificates["alice"].keyfile)
+    alice = _client(tls, certificates["alice"])
     with channel(cluster.status()["brokers"][0]["address"], security=alice) as opened:
         with pytest.raises(grpc.RpcError) as refused:
             broker_pb2_grpc.BrokerServiceStub(opened).LeaderAndIsr(broker_pb2.LeaderAndIsrRequest(), timeout=5)
@@ -240,6 +243,49 @@ def test_acls_list_shows_what_was_added(cluster):
     assert "Topic:orders" in listed and "User:bob" in listed
 
 
+def test_a_transactional_write_needs_write_on_its_transactional_id_as_well_as_the_topic(cluster, tls, certificates,
+                                                                                        bootstrap):
+    from replog.client import ClientError, Consumer, Producer, TopicPartition
+
+    run(cluster, "topics", "create", "ledger", "--partitions", "1", "--replication-factor", "2")
+    acls(cluster, "add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "ledger")
+    alice = _client(tls, certificates["alice"])
+
+    def refusal(value):
+        """The error of one transaction of `value` by alice, or "" once it commits."""
+        try:
+            with Producer(bootstrap, transactional_id="ledger-writer", linger_ms=1, security=alice) as producer:
+                producer.init_transactions(timeout=10)
+                producer.begin_transaction()
+                producer.send("ledger", value, partition=0)
+                producer.commit_transaction(timeout=20)
+        except ClientError as error:
+            assert "TRANSACTIONAL_ID_AUTHORIZATION_FAILED" in str(error), error
+            return str(error)
+        return ""
+
+    # Write on the topic is not enough: the transactional id is a resource of its own.
+    assert "User:alice may not Describe on TransactionalId:ledger-writer" in refusal(b"refused")
+    acls(cluster, "add", "--allow-principal", "User:alice", "--operation", "Describe", "--transactional-id",
+         "ledger-writer")
+    refused = wait_for(lambda: (lambda e: e if "may not Write" in e else None)(refusal(b"refused")), ACL_WAIT_S,
+                       "InitProducerId to be refused for want of Write")
+    assert "InitProducerId for transactional id 'ledger-writer'" in refused, refused
+    acls(cluster, "remove", "--allow-principal", "User:alice", "--operation", "Describe", "--transactional-id",
+         "ledger-writer", "--force")
+    acls(cluster, "add", "--allow-principal", "User:alice", "--operation", "Write", "--transactional-id",
+         "ledger-writer")
+    wait_for(lambda: refusal(b"committed") == "", ACL_WAIT_S, "alice's transaction to commit", interval_s=0.3)
+    with Consumer(bootstrap, isolation_level="read_committed", security=_client(tls, tls["identities"]["admin"])) \
+            as consumer:
+        consumer.assign([TopicPartition("ledger", 0)])
+        consumer.seek_to_beginning()
+        records = []
+        wait_for(lambda: records.extend(consumer.poll(200)) or records, 15, "the committed record")
+        records += consumer.poll(500)
+    assert [r.value for r in records] == [b"committed"], "only the committed transaction is read"
+
+
 # -- ZooKeeper ---------------------------------------------------------------------------------
 
 
@@ -266,41 +312,105 @@ def test_only_replogs_identity_may_write_cluster_state_in_zookeeper(cluster):
 # -- quotas ----------------------------------------------------------------------------------
 
 QUOTA_BYTES_PER_S = 100_000
+REQUESTS_PER_S = 25
+
+
+def metered_topic(cluster, topic, operation, entity_type, entity_name, quota):
+    """A one-partition topic alice may `operation`, and `quota` (k=v) set on a user or client id: the
+    address of the topic's leader and its metrics."""
+    import json
+
+    run(cluster, "topics", "create", topic, "--partitions", "1", "--replication-factor", "1")
+    acls(cluster, "add", "--allow-principal", "User:alice", "--operation", operation, "--topic", topic)
+    altered = run(cluster, "configs", "alter", "--entity-type", entity_type, "--entity-name", entity_name,
+                  "--add-config", quota)
+    assert altered.returncode == 0 and quota in altered.stdout, altered.stderr
+    [partition] = json.loads(run(cluster, "topics", "describe", topic, "--json").stdout)["topics"][0]["partitions"]
+    return next((b["address"], b["metrics_address"]) for b in cluster.state()["brokers"]
+                if b["id"] == partition["leader"])
+
+
+def rate_held_to(call, spans=3, settle_s=3):
+    """Call `call()` (it returns the amount the quota counts) back to back: the amount per second
+    sent over `spans` whole spans of the quota's windows, from the first whole second after
+    `settle_s`. A broker's windows start on whole seconds of the host's monotonic clock, which the
+    test shares: over whole spans the windows bound the count, where a stretch cut anywhere else may
+    end in the burst the windows allow when a busy one falls out."""
+    import math
+    import time
+
+    first = math.ceil(time.monotonic() + settle_s)
+    last = first + spans * QUOTA_WINDOWS
+    sent = []
+    while (at := time.monotonic()) < last:
+        sent.append((at, call()))
+    return sum(amount for at, amount in sent if at >= first) / (last - first)
 
 
 def test_a_producer_over_its_quota_is_told_to_wait_and_held_to_its_rate(cluster, tls, certificates):
-    import json
-    import time
-
     from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
+    from replog.api.common.v1 import common_pb2
     from replog.protocol import encode_batch
     from replog.rpc.channels import channel
 
-    run(cluster, "topics", "create", "metered", "--partitions", "1", "--replication-factor", "1")
-    acls(cluster, "add", "--allow-principal", "User:alice", "--operation", "Write", "--topic", "metered")
-    altered = run(cluster, "configs", "alter", "--entity-type", "users", "--entity-name", "alice",
-                  "--add-config", f"producer_byte_rate={QUOTA_BYTES_PER_S}")
-    assert altered.returncode == 0 and f"producer_byte_rate={QUOTA_BYTES_PER_S}" in altered.stdout, altered.stderr
-    [partition] = json.loads(run(cluster, "topics", "describe", "metered", "--json").stdout)["topics"][0]["partitions"]
-    leader = next(b["address"] for b in cluster.status()["brokers"] if b["id"] == partition["leader"])
-    alice = ClientSecurity(tls["cafile"], certificates["alice"].certfile, certificates["alice"].keyfile)
+    leader, _ = metered_topic(cluster, "metered", "Write", "users", "alice", f"producer_byte_rate={QUOTA_BYTES_PER_S}")
     batch = encode_batch([(None, b"x" * 1000) for _ in range(10)])
     request = broker_pb2.ProduceRequest(acks=1, timeout_ms=5000, topics=[broker_pb2.ProduceTopicData(
         topic="metered", partitions=[broker_pb2.ProducePartitionData(partition=0, records=batch)])])
-    throttles, sent = [], []
-    with channel(leader, security=alice) as opened:
+    throttles = []
+    with channel(leader, security=_client(tls, certificates["alice"])) as opened:
         stub = broker_pb2_grpc.BrokerServiceStub(opened)
-        started = time.monotonic()
-        while time.monotonic() - started < 12:
+
+        def produce():
             response = stub.Produce(request, timeout=40)
-            assert response.topics[0].partitions[0].error_code == 1, response
+            assert response.topics[0].partitions[0].error_code == common_pb2.ERROR_CODE_NONE, response
             throttles.append(response.throttle_time_ms)
-            sent.append((time.monotonic(), request.ByteSize()))
-    settled = [size for at, size in sent if at - started >= 4]
-    rate = sum(settled) / (sent[-1][0] - started - 4)
+            return request.ByteSize()
+
+        rate = rate_held_to(produce)
     assert max(throttles) > 0, "the answers over the quota carry throttle_time_ms"
     assert abs(rate - QUOTA_BYTES_PER_S) <= 0.1 * QUOTA_BYTES_PER_S, f"{rate:.0f} B/s against a quota of " \
                                                                      f"{QUOTA_BYTES_PER_S} B/s"
+
+
+def test_a_client_over_its_request_rate_is_held_to_it_and_bad_rates_are_refused(cluster, tls, certificates):
+    from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
+    from replog.api.common.v1 import common_pb2
+    from replog.rpc.channels import channel
+
+    for bad, complaint in (("-1", "at least 1 request per second"), ("abc", "not a whole number of requests")):
+        refused = run(cluster, "configs", "alter", "--entity-type", "clients", "--entity-name", "looper",
+                      "--add-config", f"request_rate={bad}")
+        assert refused.returncode != 0 and complaint in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    leader, metrics = metered_topic(cluster, "looped", "Describe", "clients", "looper",
+                                    f"request_rate={REQUESTS_PER_S}")
+    held = 'replog_throttled_responses_total{quota="request"}'
+    held_before = scrape_metric(metrics, held, security=_client(tls, tls["identities"]["admin"])) or 0
+    request = broker_pb2.ListOffsetsRequest(replica_id=-1, topics=[broker_pb2.ListOffsetsTopic(
+        topic="looped", partitions=[broker_pb2.ListOffsetsPartition(partition=0, timestamp_ms=-1)])])
+    try:
+        with channel(leader, security=_client(tls, certificates["alice"])) as opened:
+            stub = broker_pb2_grpc.BrokerServiceStub(opened)
+
+            def list_offsets():
+                response = stub.ListOffsets(request, metadata=[("client-id", "looper")], timeout=40)
+                assert response.topics[0].partitions[0].error_code == common_pb2.ERROR_CODE_NONE, response
+                return 1
+
+            rate = rate_held_to(list_offsets)
+    finally:
+        run(cluster, "configs", "alter", "--entity-type", "clients", "--entity-name", "looper",
+            "--delete-config", "request_rate")
+    assert abs(rate - REQUESTS_PER_S) <= 0.1 * REQUESTS_PER_S, f"{rate:.1f} requests/s against a request_rate of " \
+                                                               f"{REQUESTS_PER_S}"
+    assert scrape_metric(metrics, held, security=_client(tls, tls["identities"]["admin"])) > held_before
+
+
+def _client(tls, identity):
+    """ClientSecurity of a certificate of the cluster's CA (a dict as cluster.json keeps it, or files)."""
+    files = identity if isinstance(identity, dict) else {"certfile": identity.certfile, "keyfile": identity.keyfile}
+    return ClientSecurity(tls["cafile"], files["certfile"], files["keyfile"])
 
 
 # -- fuzzing -----------------------------------------------------------------------------------
@@ -356,7 +466,7 @@ def test_every_rpc_survives_random_and_mutated_messages_and_acknowledged_data_st
              *[flag for operation in operations for flag in ("--operation", operation)])
     fuzzer = Authority.load(os.path.dirname(tls["cafile"])).issue(os.path.dirname(certificates["alice"].certfile),
                                                                  "fuzzer")
-    security = ClientSecurity(tls["cafile"], fuzzer.certfile, fuzzer.keyfile)
+    security = _client(tls, fuzzer)
     status = cluster.status()
     active = next(c["address"] for c in status["controllers"] if c["active"])
     broker = status["brokers"][0]["address"]

@@ -89,6 +89,18 @@ def test_a_follower_fetch_and_leader_and_isr_need_cluster_action():
         Judge((Operation.CLUSTER_ACTION, ResourceType.CLUSTER, "kafka-cluster")))
 
 
+def test_the_clusters_own_requests_are_told_apart_from_clients_ones_for_the_quotas():
+    b, c = rpc_rules.BROKER, rpc_rules.COORDINATOR
+    own = [(b + "Fetch", broker_pb2.FetchRequest(replica_id=2)), (b + "LeaderAndIsr", broker_pb2.LeaderAndIsrRequest()),
+           (b + "FetchStream", broker_pb2.FetchRequest(replica_id=0)),
+           (c + "AddPartitionsToTxn", coordinator_pb2.AddPartitionsToTxnRequest(verify_only=True))]
+    clients = [(b + "Fetch", broker_pb2.FetchRequest(replica_id=-1)),
+               (b + "ListOffsets", broker_pb2.ListOffsetsRequest()), (b + "ProduceStream", broker_pb2.ProduceRequest()),
+               (c + "AddPartitionsToTxn", coordinator_pb2.AddPartitionsToTxnRequest())]
+    assert [m for m, request in own if not rpc_rules.is_cluster_action(m, request)] == []
+    assert [m for m, request in clients if rpc_rules.is_cluster_action(m, request)] == []
+
+
 def test_an_offset_commit_without_read_on_the_group_fails_every_partition_with_group_authorization_failed():
     request = coordinator_pb2.OffsetCommitRequest(group_id="g", topics=[coordinator_pb2.OffsetCommitTopic(
         topic="t", partitions=[coordinator_pb2.OffsetCommitPartition(partition=3)])])
