@@ -4,34 +4,16 @@ default, each refused before anything is done with one sentence that names the s
 from __future__ import annotations
 
 import dataclasses
-import struct
-from collections.abc import Iterator
-
-from replog.core.topic_plan import TOPIC_NAME_LENGTH_MAX
-
-# RecordBatch v2: the batch length is a big-endian int32 at offset 8 (after base offset), and
-# the record count an int32 at offset 57.
-_LENGTH_AT, _COUNT_AT, _HEADER_BYTES = 8, 57, 61
 
 
 @dataclasses.dataclass(frozen=True)
 class RequestLimits:
-    partitions_per_request_max: int = 10_000
-    records_per_batch_max: int = 1_000_000
-    topic_name_length_max: int = TOPIC_NAME_LENGTH_MAX
-    group_id_length_max: int = 255
+    """The settings of replog.config's LIMIT_SETTINGS, which hold their defaults."""
 
-
-def record_counts(records: bytes) -> Iterator[int]:
-    """The record count of each batch in a partition's records, as far as the headers read."""
-    position = 0
-    while position + _HEADER_BYTES <= len(records):
-        (length,) = struct.unpack_from(">i", records, position + _LENGTH_AT)
-        (count,) = struct.unpack_from(">i", records, position + _COUNT_AT)
-        yield count
-        if length <= 0:
-            return
-        position += 12 + length
+    partitions_per_request_max: int
+    records_per_batch_max: int
+    topic_name_length_max: int
+    group_id_length_max: int
 
 
 def check_names(topics: list[str], groups: list[str], limits: RequestLimits) -> str | None:

@@ -1,14 +1,19 @@
 """The 61-byte batch header, read in place with one struct call."""
 
+import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from replog.protocol.compression import Compression
 from replog.protocol.layout import (
+    BATCH_LENGTH_OFFSET,
     COMPRESSION_MASK,
     CONTROL_BIT,
     DELETE_HORIZON_BIT,
     HEADER,
+    HEADER_SIZE,
     LOG_OVERHEAD,
+    RECORDS_COUNT_OFFSET,
     TIMESTAMP_TYPE_BIT,
     TRANSACTIONAL_BIT,
 )
@@ -83,3 +88,15 @@ def read_header(buf, pos: int = 0) -> BatchHeader:
     """
     return BatchHeader(pos, *HEADER.unpack_from(buf, pos))
 
+
+def record_counts(records: bytes) -> Iterator[int]:
+    """The record count of each batch in `records`, as far as whole headers go; it stops at a
+    batch length that cannot be (the request limits read this before anything is decoded)."""
+    position = 0
+    while position + HEADER_SIZE <= len(records):
+        (length,) = struct.unpack_from(">i", records, position + BATCH_LENGTH_OFFSET)
+        (count,) = struct.unpack_from(">i", records, position + RECORDS_COUNT_OFFSET)
+        yield count
+        if length <= 0:
+            return
+        position += LOG_OVERHEAD + length

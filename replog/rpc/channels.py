@@ -93,9 +93,9 @@ class ClientSecurity:
 
     def channel_credentials(self) -> grpc.ChannelCredentials:
         try:
-            ca = _read(self.cafile)
-            key = _read(self.keyfile) if self.keyfile else None
-            chain = _read(self.certfile) if self.certfile else None
+            ca = read_bytes(self.cafile)
+            key = read_bytes(self.keyfile) if self.keyfile else None
+            chain = read_bytes(self.certfile) if self.certfile else None
         except OSError as error:
             raise ConfigError(f"cannot read the TLS file {error.filename}: {error.strerror}.") from None
         credentials = grpc.ssl_channel_credentials(ca, key, chain)
@@ -156,6 +156,6 @@ def channel(address: str, options: Options = (), security: ClientSecurity | None
     return grpc.insecure_channel(address, options=list(options))
 
 
-def _read(path: str) -> bytes:
+def read_bytes(path: str) -> bytes:
     with open(path, "rb") as handle:
         return handle.read()

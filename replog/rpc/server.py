@@ -134,7 +134,7 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
     quotas = QuotaManager.from_config(config)
     if quotas is not None:
         interceptors.append(QuotaInterceptor(authenticator, quotas))
-    if authorizer is not None or config["token.hmac.secret.file"] or config["token.public.key.file"]:
+    if authorizer is not None or authenticator.verifies_tokens:
         interceptors.append(SecurityInterceptor(authenticator, authorizer))
     server = grpc.aio.server(interceptors=interceptors, options=channel_options(config["socket.request.max.bytes"]))
     health_servicer = health.aio.HealthServicer()

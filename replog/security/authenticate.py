@@ -56,6 +56,10 @@ class Authenticator:
             verifiers.append(public_key_verifier(_read(config["token.public.key.file"], "token.public.key.file")))
         return cls(mapper, verifiers)
 
+    @property
+    def verifies_tokens(self) -> bool:
+        return bool(self._verifiers)
+
     def session(self, context: Any) -> Session:
         host = _peer_host(context.peer())
         token = _bearer(context.invocation_metadata() or ())

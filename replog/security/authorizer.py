@@ -22,7 +22,8 @@ from replog.core.acl import (
     parse_super_users,
 )
 from replog.security.authenticate import Session
-from replog.zk.acls import AclWatcher
+from replog.zk.acls import acl_watcher
+from replog.zk.changes import ChangeWatcher
 from replog.zk.session import new_client, start_watcher
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ ACL_RELOADS = prometheus_client.Counter(
 
 
 class Authorizer:
-    def __init__(self, rules: AuthorizerRules, watcher: AclWatcher | None = None) -> None:
+    def __init__(self, rules: AuthorizerRules, watcher: ChangeWatcher[AclSnapshot] | None = None) -> None:
         self.rules = rules
         self._watcher = watcher
         self._snapshot = AclSnapshot()
@@ -53,7 +54,7 @@ class Authorizer:
             return None
         rules = AuthorizerRules(parse_super_users(config["super.users"]), config["allow.everyone.if.no.acl.found"])
         authorizer = cls(rules)
-        authorizer._watcher = AclWatcher(
+        authorizer._watcher = acl_watcher(
             new_client(config["zookeeper.connect"], config["zookeeper.session.timeout.ms"] / 1000),
             on_change=authorizer._changed)
         return authorizer

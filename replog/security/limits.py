@@ -4,6 +4,8 @@ nothing of it is done."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
@@ -11,7 +13,8 @@ import grpc
 import prometheus_client
 from google.protobuf.message import DecodeError
 
-from replog.core.limits import RequestLimits, check_names, check_partitions, check_records, record_counts
+from replog.core.limits import RequestLimits, check_names, check_partitions, check_records
+from replog.protocol.header import record_counts
 
 REFUSED = prometheus_client.Counter(
     "replog_requests_over_limits_total", "Requests refused for going over a request limit, by RPC.", ["rpc"])
@@ -27,31 +30,61 @@ def limits_of(config: Mapping[str, Any]) -> RequestLimits:
                          config["max.topic.name.length"], config["max.group.id.length"])
 
 
-def problem(request: Any, limits: RequestLimits) -> str | None:
-    """The first limit `request` goes over, as a sentence, or None."""
-    topics, groups, counts, partitions = [], [], [], 0
-    fields = request.DESCRIPTOR.fields_by_name
-    for name in GROUP_FIELDS:
-        if name in fields:
-            value = getattr(request, name)
-            groups += [value] if isinstance(value, str) else list(value)
+@dataclasses.dataclass(frozen=True)
+class _TopicList:
+    """Where one of a message type's topic lists keeps what the limits read."""
+
+    field: str
+    names_only: bool  # repeated string (Metadata, DeleteTopics)
+    name_keys: tuple[str, ...]  # the entry's name fields that are judged here
+    has_partitions: bool
+    has_records: bool
+
+
+@functools.cache
+def _shape(descriptor: Any) -> tuple[tuple[str, ...], tuple[_TopicList, ...]]:
+    """A message type's group fields and topic lists, worked out once per type."""
+    fields = descriptor.fields_by_name
+    lists = []
     for name in ("topic_names", "topics"):
         if name not in fields:
             continue
-        if fields[name].message_type is None:  # names only (Metadata, DeleteTopics)
-            names = list(getattr(request, name))
+        entry = fields[name].message_type
+        if entry is None:
+            lists.append(_TopicList(name, True, (), False, False))
+            continue
+        entry_fields = entry.fields_by_name
+        keys = () if descriptor.full_name == CREATE_TOPICS else tuple(
+            key for key in ("topic", "name") if key in entry_fields)
+        partition = entry_fields.get("partitions")
+        records = (partition is not None and partition.message_type is not None
+                   and "records" in partition.message_type.fields_by_name)
+        lists.append(_TopicList(name, False, keys, partition is not None, records))
+    return tuple(name for name in GROUP_FIELDS if name in fields), tuple(lists)
+
+
+def problem(request: Any, limits: RequestLimits) -> str | None:
+    """The first limit `request` goes over, as a sentence, or None."""
+    topics, groups, counts, partitions = [], [], [], 0
+    group_fields, topic_lists = _shape(request.DESCRIPTOR)
+    for name in group_fields:
+        value = getattr(request, name)
+        groups += [value] if isinstance(value, str) else list(value)
+    for shape in topic_lists:
+        if shape.names_only:
+            names = list(getattr(request, shape.field))
             topics += names
             partitions += len(names)
             continue
-        for entry in getattr(request, name):
-            entry_fields = entry.DESCRIPTOR.fields_by_name
-            if request.DESCRIPTOR.full_name != CREATE_TOPICS:
-                topics += [getattr(entry, key) for key in ("topic", "name") if key in entry_fields]
-            inner = entry.partitions if "partitions" in entry_fields else None
-            partitions += len(inner) if inner is not None else 1
-            for partition in inner or ():
-                if not isinstance(partition, int) and "records" in partition.DESCRIPTOR.fields_by_name:
-                    counts += list(record_counts(partition.records))
+        for entry in getattr(request, shape.field):
+            topics += [getattr(entry, key) for key in shape.name_keys]
+            if not shape.has_partitions:
+                partitions += 1
+                continue
+            partitions += len(entry.partitions)
+            if shape.has_records:
+                for partition in entry.partitions:
+                    counts += record_counts(partition.records)
     return check_names(topics, groups, limits) or check_partitions(partitions, limits) or check_records(counts, limits)
 
 

@@ -21,7 +21,8 @@ import prometheus_client
 from replog.core.quota import FETCH, PRODUCE, REQUEST, SAMPLES, TYPE_OF, WINDOW_MS, Quotas, Rate, throttle_ms
 from replog.security import rpc_rules
 from replog.security.authenticate import AuthenticationError, Authenticator
-from replog.zk.quotas import QuotaWatcher
+from replog.zk.changes import ChangeWatcher
+from replog.zk.quotas import quota_watcher
 from replog.zk.session import new_client, start_watcher
 
 # The broker's services: every client request to them counts against its request quota.
@@ -39,7 +40,7 @@ THROTTLED = prometheus_client.Counter(
 
 
 class QuotaManager:
-    def __init__(self, watcher: QuotaWatcher | None = None, samples: int = SAMPLES, window_ms: int = WINDOW_MS) -> None:
+    def __init__(self, watcher: ChangeWatcher[Quotas] | None = None, samples: int = SAMPLES, window_ms: int = WINDOW_MS) -> None:
         self._watcher = watcher
         self._samples = samples
         self._window_ms = window_ms
@@ -50,7 +51,7 @@ class QuotaManager:
         if "broker.id" not in config:
             return None
         client = new_client(config["zookeeper.connect"], config["zookeeper.session.timeout.ms"] / 1000)
-        return cls(QuotaWatcher(client), config["quota.window.num"], config["quota.window.size.seconds"] * 1000)
+        return cls(quota_watcher(client), config["quota.window.num"], config["quota.window.size.seconds"] * 1000)
 
     async def start(self, connection_timeout_s: float, connect: str) -> None:
         if self._watcher is not None:
@@ -62,7 +63,7 @@ class QuotaManager:
 
     @property
     def quotas(self) -> Quotas:
-        return self._watcher.quotas if self._watcher is not None else Quotas()
+        return self._watcher.value if self._watcher is not None else Quotas()
 
     def record(self, user: str, client_id: str, kind: str, amount: int) -> int:
         """Count `amount` (bytes, or 1 request) against the quota of `kind` that applies; the throttle

@@ -257,7 +257,7 @@ def plan(rpc: str, checks: Sequence[Check], request: Message, response_type: typ
             if check.when(request):
                 _split(check, request, judge, result)
         elif isinstance(check, ConfigResources):
-            _split_configs(check, request, judge, result)
+            _split(check, request, judge, result)
         else:
             result.visible.append(check)
             if check.requested is not None:
@@ -297,33 +297,20 @@ def error_response(response_type: type, request: Message, code: ErrorCode, messa
     return response
 
 
-def _split(check: Each, request: Message, judge: Judge, result: Plan) -> None:
+def _split(check: Each | ConfigResources, request: Message, judge: Judge, result: Plan) -> None:
     entries = getattr(request, check.field)
     if not entries:
         return
-    if check.or_cluster and judge.may(check.operation, C, CLUSTER_NAME).allowed:
+    if isinstance(check, Each) and check.or_cluster and judge.may(check.operation, C, CLUSTER_NAME).allowed:
         return
     kept, denied, reason = [], [], None
     for entry in entries:
-        decision = judge.may(check.operation, check.resource_type, _entry_name(entry, check.key))
+        decision = judge.may(check.operation, *_resource_of(check, entry))
         if decision.allowed:
             kept.append(entry)
         else:
             denied.append(entry)
             reason = decision
-    if denied:
-        _keep(request, check.field, kept)
-        result.denied.append((check, denied, reason))
-        result.skip_servicer = result.skip_servicer or not kept
-
-
-def _split_configs(check: ConfigResources, request: Message, judge: Judge, result: Plan) -> None:
-    kept, denied, reason = [], [], None
-    for entry in getattr(request, check.field):
-        resource_type, name = _config_resource(entry)
-        decision = judge.may(check.operation, resource_type, name)
-        (kept if decision.allowed else denied).append(entry)
-        reason = reason if decision.allowed else decision
     if denied:
         _keep(request, check.field, kept)
         result.denied.append((check, denied, reason))

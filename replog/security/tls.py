@@ -21,7 +21,7 @@ import grpc
 import prometheus_client
 
 from replog.config import ConfigError
-from replog.rpc.channels import ClientSecurity
+from replog.rpc.channels import ClientSecurity, read_bytes
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class ServerTls:
 
     def read_pem(self) -> tuple[bytes, bytes, bytes | None]:
         """(key, certificate chain, CA certificates) as bytes."""
-        return _read(self.keyfile), _read(self.certfile), _read(self.cafile) if self.cafile else None
+        return read_bytes(self.keyfile), read_bytes(self.certfile), read_bytes(self.cafile) if self.cafile else None
 
 
 def service_client_security(config: Mapping[str, Any]) -> ClientSecurity:
@@ -192,18 +192,13 @@ def _signature(paths: tuple[str, ...]) -> tuple[tuple[int, int, int], ...]:
     return tuple(signature)
 
 
-def _read(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
-
-
 def _record_expiry(certfile: str) -> None:
     try:
         from cryptography import x509
     except ImportError:  # the expiry gauge needs the tls extra; serving does not
         return
     try:
-        certificate = x509.load_pem_x509_certificate(_read(certfile))
+        certificate = x509.load_pem_x509_certificate(read_bytes(certfile))
     except (OSError, ValueError):
         return
     CERTIFICATE_EXPIRY.set(certificate.not_valid_after_utc.timestamp())

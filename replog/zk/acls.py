@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import urllib.parse
 from collections.abc import Callable, Iterable
 
@@ -21,12 +20,12 @@ from kazoo.exceptions import BadVersionError, NoAuthError, NodeExistsError, NoNo
 
 from replog.core.acl import Acl, AclSnapshot, Operation, PatternType, Permission, ResourcePattern, ResourceType
 from replog.zk import paths
+from replog.zk.changes import ChangeWatcher, notify_change
 
 log = logging.getLogger(__name__)
 
 # Notifications kept under each changes path: enough for any watcher to see that something
 # changed (each reloads everything), few enough that the list stays small.
-CHANGES_KEPT_MAX = 100
 WRITE_ATTEMPTS_MAX = 20
 
 
@@ -112,43 +111,11 @@ def _notify(client: KazooClient, pattern: ResourcePattern) -> None:
         folder = paths.ACL_EXTENDED_CHANGES
         data = json.dumps({"version": 1, "resourceType": pattern.resource_type.value, "name": pattern.name,
                            "patternType": pattern.pattern_type.value.upper()}).encode()
-    client.create(f"{folder}/{paths.ACL_CHANGE_PREFIX}", data, sequence=True, makepath=True)
-    for stale in sorted(client.get_children(folder))[:-CHANGES_KEPT_MAX]:
-        try:
-            client.delete(f"{folder}/{stale}")
-        except NoNodeError:
-            pass
+    notify_change(client, folder, paths.ACL_CHANGE_PREFIX, data)
 
 
-class AclWatcher:
-    """Keeps `snapshot` equal to the ACLs in ZooKeeper: read at start, read again whenever a
-    change notification appears. The snapshot is replaced whole, so readers on other threads
-    always see one consistent set."""
-
-    def __init__(self, client: KazooClient, on_change: Callable[[AclSnapshot], None] | None = None) -> None:
-        self.client = client
-        self.snapshot = AclSnapshot()
-        self._on_change = on_change
-        self._lock = threading.Lock()
-
-    def start(self, timeout_s: float) -> None:
-        self.client.start(timeout_s)
-        for folder in (paths.ACL_CHANGES, paths.ACL_EXTENDED_CHANGES):
-            self.client.ensure_path(folder)
-        self.reload()
-        for folder in (paths.ACL_CHANGES, paths.ACL_EXTENDED_CHANGES):
-            self.client.ChildrenWatch(folder, self._on_notifications)
-
-    def _on_notifications(self, _children: list[str]) -> None:
-        self.reload()
-
-    def reload(self) -> None:
-        with self._lock:
-            snapshot = read_snapshot(self.client)
-            self.snapshot = snapshot
-        if self._on_change is not None:
-            self._on_change(snapshot)
-
-    def stop(self) -> None:
-        self.client.stop()
-        self.client.close()
+def acl_watcher(client: KazooClient, on_change: Callable[[AclSnapshot], None] | None = None
+                ) -> ChangeWatcher[AclSnapshot]:
+    """The ACLs in ZooKeeper, read again on every ACL change notification."""
+    return ChangeWatcher(client, read_snapshot, AclSnapshot(), (paths.ACL_CHANGES, paths.ACL_EXTENDED_CHANGES),
+                         on_change)

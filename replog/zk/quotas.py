@@ -10,20 +10,19 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NoNodeError
 
 from replog.core.quota import KINDS, Quotas, parse_quota_configs
 from replog.zk import paths
+from replog.zk.changes import ChangeWatcher, notify_change
 
 log = logging.getLogger(__name__)
 
 ENTITY_ROOTS = {"users": paths.CONFIG_USERS, "clients": paths.CONFIG_CLIENTS}
-CHANGES_KEPT_MAX = 100
 
 
 def entity_path(entity_type: str, name: str) -> str:
@@ -50,11 +49,8 @@ def write_entity(client: KazooClient, entity_type: str, name: str, configs: Mapp
                 client.create(path, data, makepath=True)
         elif client.exists(path):
             client.delete(path)
-        client.create(f"{paths.CONFIG_CHANGES}/{paths.CONFIG_CHANGE_PREFIX}",
-                      json.dumps({"version": 2, "entity_path": f"{entity_type}/{name}"}).encode(),
-                      sequence=True, makepath=True)
-        for stale in sorted(client.get_children(paths.CONFIG_CHANGES))[:-CHANGES_KEPT_MAX]:
-            client.delete(f"{paths.CONFIG_CHANGES}/{stale}")
+        notify_change(client, paths.CONFIG_CHANGES, paths.CONFIG_CHANGE_PREFIX,
+                      json.dumps({"version": 2, "entity_path": f"{entity_type}/{name}"}).encode())
     except NoAuthError:
         raise ValueError(f"ZooKeeper refuses to let this identity write {path}: give the services' "
                          "zookeeper.auth.digest.file") from None
@@ -80,27 +76,6 @@ def read_quotas(client: KazooClient) -> Quotas:
     return Quotas(entities["users"], entities["clients"])
 
 
-class QuotaWatcher:
-    """Keeps `quotas` equal to ZooKeeper's, read again on every change notification."""
-
-    def __init__(self, client: KazooClient, on_change: Callable[[Quotas], None] | None = None) -> None:
-        self.client = client
-        self.quotas = Quotas()
-        self._on_change = on_change
-        self._lock = threading.Lock()
-
-    def start(self, timeout_s: float) -> None:
-        self.client.start(timeout_s)
-        self.client.ensure_path(paths.CONFIG_CHANGES)
-        self.reload()
-        self.client.ChildrenWatch(paths.CONFIG_CHANGES, lambda _children: self.reload())
-
-    def reload(self) -> None:
-        with self._lock:
-            self.quotas = read_quotas(self.client)
-        if self._on_change is not None:
-            self._on_change(self.quotas)
-
-    def stop(self) -> None:
-        self.client.stop()
-        self.client.close()
+def quota_watcher(client: KazooClient) -> ChangeWatcher[Quotas]:
+    """The quotas in ZooKeeper, read again on every entity config change notification."""
+    return ChangeWatcher(client, read_quotas, Quotas(), (paths.CONFIG_CHANGES,))

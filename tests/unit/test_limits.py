@@ -5,8 +5,9 @@ from replog.api.broker.v1 import broker_pb2
 from replog.api.controller.v1 import controller_pb2
 from replog.api.coordinator.v1 import coordinator_pb2
 from replog.api.metadata.v1 import metadata_pb2
-from replog.core.limits import RequestLimits, record_counts
+from replog.core.limits import RequestLimits
 from replog.protocol import encode_batch
+from replog.protocol.header import record_counts
 from replog.security.limits import problem
 
 LIMITS = RequestLimits(partitions_per_request_max=10, records_per_batch_max=100, topic_name_length_max=20,
