@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 from typing import Any
 
-from bench_replication import replog, summary
+from bench_replication import fractions, replog, summary
 
 KINDS = ("produce", "consume")
 
@@ -57,9 +56,8 @@ def report(results: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, Any
     for kind, cases in results.items():
         for case, rows in cases.items():
             table[f"{kind}, {case}"] = {key: summary([r[key] for r in rows]) for key in ("records_per_s", "mb_per_s")}
-        shares = [t["records_per_s"] / p["records_per_s"] for t, p in zip(cases["mTLS"], cases["plaintext"])]
-        table[f"{kind}, mTLS / plaintext"] = {"median": round(statistics.median(shares), 2),
-                                              "min": round(min(shares), 2), "max": round(max(shares), 2)}
+        table[f"{kind}, mTLS / plaintext"] = fractions([t["records_per_s"] for t in cases["mTLS"]],
+                                                       [p["records_per_s"] for p in cases["plaintext"]])
     return table
 
 

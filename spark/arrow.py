@@ -11,14 +11,13 @@ declines and installs without it take the record decoder and `pa.array`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import pyarrow as pa
 
-from replog.core.txn.read_committed import FetchedBatch, read_committed
+from replog.core.txn.read_committed import AbortedFilter
 from replog.protocol import decode_body, iter_headers
 from replog.protocol.compression import Compression, decompress
-from replog.protocol.control import control_type_id
+from replog.protocol.control import fetched_header
 from replog.protocol.header import BatchHeader
 from replog.protocol.layout import RECORDS_OFFSET
 
@@ -56,32 +55,20 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
     return ARROW_SCHEMA_WITH_HEADERS if include_headers else ARROW_SCHEMA
 
 
-@dataclass(frozen=True, slots=True)
-class _BatchRef:
-    """A data batch as the read_committed rule sees it: one stand-in record at its base offset."""
-
-    offset: int
-    header: BatchHeader
-
-
 def visible_batches(view: memoryview, headers: Iterable[BatchHeader], *, read_committed_lso: int | None,
                     aborted: Iterable[tuple[int, int]] = ()) -> list[BatchHeader]:
-    """The data batches a reader is given: all of them, or under read_committed those the rule keeps
-    (below the last stable offset, not of an aborted transaction)."""
-    headers = list(headers)
+    """The data batches a reader is given: all of them, or under read_committed those the consumer's
+    rule keeps (below the last stable offset, not of an aborted transaction)."""
     if read_committed_lso is None:
         return [h for h in headers if not h.is_control]
-    fetched = []
+    kept = AbortedFilter(aborted)
+    visible = []
     for header in headers:
-        if header.is_control:
-            records = decode_body(view, header)
-            control_type = control_type_id(records[0].key) if records else -1
-            fetched.append(FetchedBatch(header.base_offset, header.last_offset, header.producer_id, True,
-                                        control_type, ()))
-        else:
-            fetched.append(FetchedBatch(header.base_offset, header.last_offset, header.producer_id,
-                                        header.is_transactional, None, (_BatchRef(header.base_offset, header),)))
-    return [ref.header for ref in read_committed(fetched, aborted, read_committed_lso)]
+        if header.base_offset >= read_committed_lso:
+            break
+        if kept.keeps(fetched_header(view, header)):
+            visible.append(header)
+    return visible
 
 
 class ColumnBuilder:

@@ -15,6 +15,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from replog.client.errors import ClientError
+from replog.client.io import parse_bootstrap
 from replog.config import ConfigError
 from replog.core.offset_ranges import EARLIEST, LATEST
 from replog.core.topic_partition import TopicPartition
@@ -233,10 +235,10 @@ def _bootstrap(given: Mapping[str, str]) -> str:
     if not bootstrap:
         raise OptionError("option bootstrap is required: the HOST:PORT of a replog metadata service, "
                           "e.g. .option(\"bootstrap\", \"127.0.0.1:9094\")")
-    for address in bootstrap.split(","):
-        host, _, port = address.strip().rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise OptionError(f"option bootstrap has {address.strip()!r}, which is not HOST:PORT")
+    try:
+        parse_bootstrap(bootstrap)
+    except ClientError as error:
+        raise OptionError(f"option {error}") from None
     return bootstrap
 
 

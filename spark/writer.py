@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceStreamArrowWriter,
@@ -114,14 +115,14 @@ def send_rows(producer: Producer, options: SinkOptions, columns: Columns, batche
     rows = 0
     pending = {}
     for batch in batches:
-        values = [_as_bytes(v) for v in batch.column("value").to_pylist()]
+        values = _bytes_of(batch, "value")
         rows += len(values)
         topics = batch.column("topic").to_pylist() if columns.topic else None
         if topics is None and not (columns.key or columns.partition or columns.headers):
             future = producer.send_many(options.topic, values)
             pending[id(future)] = future
             continue
-        keys = batch.column("key").to_pylist() if columns.key else None
+        keys = _bytes_of(batch, "key") if columns.key else None
         partitions = batch.column("partition").to_pylist() if columns.partition else None
         headers = batch.column("headers").to_pylist() if columns.headers else None
         for index, value in enumerate(values):
@@ -129,7 +130,7 @@ def send_rows(producer: Producer, options: SinkOptions, columns: Columns, batche
             if topic is None:
                 raise OptionError(f"row {rows - len(values) + index} has a null topic and no topic option is set")
             record = producer.send(
-                topic, value, key=_as_bytes(keys[index]) if keys is not None else None,
+                topic, value, key=keys[index] if keys is not None else None,
                 headers=[(h["key"], h["value"]) for h in headers[index] or ()] if headers is not None else None,
                 partition=partitions[index] if partitions is not None else None)
             pending.setdefault(id(record.batch_future), record.batch_future)
@@ -142,8 +143,9 @@ def _drain(batches: Iterator) -> None:
         pass
 
 
-def _as_bytes(value) -> bytes | None:
-    return value.encode() if isinstance(value, str) else value
+def _bytes_of(batch, column: str) -> list[bytes | None]:
+    """A string or binary column as bytes: Arrow reinterprets a string's UTF-8 without copying."""
+    return batch.column(column).cast(pa.binary()).to_pylist()
 
 
 class _ProducingWriter:

@@ -15,6 +15,7 @@ from replog.api.common.v1 import common_pb2
 from replog.client.types import ProducerDescription
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
+from replog.rpc.coordinator_convert import grouped
 
 CONSUMER_REPLICA_ID = -1
 READ_UNCOMMITTED = "read_uncommitted"
@@ -93,9 +94,7 @@ def partition_results(response: Any) -> dict[TopicPartition, Any]:
 
 
 def describe_producers_request(partitions: Iterable[TopicPartition]) -> broker_pb2.DescribeProducersRequest:
-    by_topic = _by_topic((tp, tp.partition) for tp in partitions)
-    return broker_pb2.DescribeProducersRequest(
-        topics=[common_pb2.TopicPartitions(topic=topic, partitions=sorted(parts)) for topic, parts in by_topic.items()])
+    return broker_pb2.DescribeProducersRequest(topics=grouped(partitions))
 
 
 def described_producers(response: broker_pb2.DescribeProducersResponse

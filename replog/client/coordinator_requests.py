@@ -24,6 +24,7 @@ from replog.client.types import (
 )
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
+from replog.rpc.coordinator_convert import grouped
 
 Outcome = tuple[ErrorCode, str]  # an error code and the server's sentence about it
 
@@ -41,14 +42,6 @@ MEMBER_STATES = {
     coordinator_pb2.MEMBER_STATE_UNRELEASED_PARTITIONS: "UnreleasedPartitions",
 }
 UNKNOWN_STATE = "Unknown"
-
-
-def _topic_partitions(partitions: Iterable[TopicPartition]) -> list[common_pb2.TopicPartitions]:
-    by_topic: dict[str, list[int]] = {}
-    for tp in partitions:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return [common_pb2.TopicPartitions(topic=topic, partitions=sorted(indexes))
-            for topic, indexes in sorted(by_topic.items())]
 
 
 def _partitions_of(topics: Iterable[common_pb2.TopicPartitions]) -> frozenset[TopicPartition]:
@@ -101,7 +94,7 @@ def heartbeat_request(group_id: str, client_id: str,
     if params.server_assignor is not None:
         request.server_assignor = params.server_assignor
     request.owned_partitions.SetInParent()
-    request.owned_partitions.topics.extend(_topic_partitions(params.owned))
+    request.owned_partitions.topics.extend(grouped(params.owned))
     return request
 
 
@@ -143,7 +136,7 @@ def offset_fetch_request(group_id: str, partitions: Iterable[TopicPartition] | N
     """Committed offsets of these partitions; None asks for every partition the group has one for.
     `require_stable`: an offset an open transaction commits is UNSTABLE_OFFSET_COMMIT, not the older one."""
     return coordinator_pb2.OffsetFetchRequest(group_id=group_id,
-                                              topics=_topic_partitions(partitions) if partitions is not None else [],
+                                              topics=grouped(partitions) if partitions is not None else [],
                                               require_stable=require_stable)
 
 
@@ -167,7 +160,7 @@ def fetched_offsets(response: coordinator_pb2.OffsetFetchResponse
 
 def offset_delete_request(group_id: str,
                           partitions: Iterable[TopicPartition]) -> coordinator_pb2.OffsetDeleteRequest:
-    return coordinator_pb2.OffsetDeleteRequest(group_id=group_id, topics=_topic_partitions(partitions))
+    return coordinator_pb2.OffsetDeleteRequest(group_id=group_id, topics=grouped(partitions))
 
 
 def offset_delete_results(response: coordinator_pb2.OffsetDeleteResponse
@@ -241,7 +234,7 @@ def add_partitions_request(transactional_id: str, producer_id: int, producer_epo
                            partitions: Iterable[TopicPartition]) -> coordinator_pb2.AddPartitionsToTxnRequest:
     return coordinator_pb2.AddPartitionsToTxnRequest(
         transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
-        topics=_topic_partitions(partitions))
+        topics=grouped(partitions))
 
 
 def added_partitions(response: coordinator_pb2.AddPartitionsToTxnResponse

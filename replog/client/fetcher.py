@@ -155,8 +155,10 @@ class Fetcher(LoopWorker):
             if result.records:
                 next_offset = next_fetch_offset(result.records, fetch_offset)
                 if next_offset > fetch_offset:
-                    aborted = None if not self._read_committed else AbortedFilter(
-                        (txn.producer_id, txn.first_offset) for txn in result.aborted_transactions)
+                    # Without aborted transactions, read_committed hides only the control batches, as
+                    # read_uncommitted does: no filter to build and no marker to decode.
+                    aborted = AbortedFilter((txn.producer_id, txn.first_offset) for txn in result.aborted_transactions
+                                            ) if self._read_committed and result.aborted_transactions else None
                     self._buffer.completed.append(CompletedFetch(tp, generation, result.records, aborted))
                     state.fetch_offset = next_offset
             return

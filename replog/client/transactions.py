@@ -157,9 +157,6 @@ class TransactionManager:
         return TransactionAbortedError(f"{records} records for {tp} were not written: the transaction is being "
                                        f"aborted{cause}", ErrorCode.TRANSACTION_ABORTABLE)
 
-    def sendable(self, tp: TopicPartition) -> bool:
-        return tp in self.added
-
     def maybe_add_partitions(self) -> None:
         """Ask for the partitions written to since the last ask, unless an ask is on its way."""
         if not self._new or (self._add_task is not None and not self._add_task.done()):

@@ -151,6 +151,7 @@ def _clean_segment(
     done = _SegmentCleaning()
     kept_entries: list[AbortedTxn] = []
     for header, raw in _batches(segment):
+        original = raw
         if header.is_control:
             raw = _clean_marker(header, raw, transactions, now_ms, config.delete_retention_ms, done, kept_entries)
         elif transactions.data_batch(header.producer_id, header.is_transactional, header.last_offset):
@@ -166,7 +167,7 @@ def _clean_segment(
             elif len(kept) < len(batch.records):
                 raw = _reencode(batch, kept)
         if raw is not None:
-            cleaned.append(raw, [read_header(raw)])
+            cleaned.append(raw, [header if raw is original else read_header(raw)])
     if not done.changed:
         cleaned.delete()
         return None, done

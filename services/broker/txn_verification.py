@@ -22,7 +22,7 @@ from replog.broker.txn_coordinator import TransactionCoordinators
 from replog.core.errors import ErrorCode
 from replog.core.producer_state import ProducerAppend
 from replog.core.topic_partition import TopicPartition
-from replog.core.txn.placement import TRANSACTION_STATE_TOPIC, partition_for_transactional_id
+from replog.core.txn.placement import TRANSACTION_STATE_TOPIC
 from replog.core.txn.requests import AddPartitionsRequest, AddPartitionsResponse
 from replog.core.txn.verification import produce_error
 from replog.rpc import txn_convert
@@ -50,12 +50,8 @@ class TransactionVerifier:
 
     async def _ask(self, request: AddPartitionsRequest) -> AddPartitionsResponse:
         metadata = self._partitions.metadata
-        count = metadata.partition_counts.get(TRANSACTION_STATE_TOPIC, 0)
-        if not count:
-            return AddPartitionsResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        coordinator = metadata.leader_of(TopicPartition(TRANSACTION_STATE_TOPIC,
-                                                        partition_for_transactional_id(request.transactional_id,
-                                                                                       count)))
+        partition = self._coordinators.partition_of(request.transactional_id)
+        coordinator = metadata.leader_of(TopicPartition(TRANSACTION_STATE_TOPIC, partition)) if partition >= 0 else None
         if coordinator is None:
             return AddPartitionsResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if coordinator.broker_id == self._broker_id:

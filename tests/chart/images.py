@@ -88,10 +88,11 @@ def ensure_base_image() -> None:
 
 
 def requirements() -> list[str]:
-    """What the image's pip needs: the build system, the dependencies and the k8s extra."""
+    """What the image's pip needs: the build system, the dependencies and the extras the Dockerfile
+    installs (k8s, tls)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    return (project["build-system"]["requires"] + project["project"]["dependencies"]
-            + project["project"]["optional-dependencies"]["k8s"])
+    extras = project["project"]["optional-dependencies"]
+    return project["build-system"]["requires"] + project["project"]["dependencies"] + extras["k8s"] + extras["tls"]
 
 
 def ensure_wheelhouse() -> Path:

@@ -41,11 +41,6 @@ def cluster(tmp_path_factory):
                        "--config", "log.retention.check.interval.ms=300")
 
 
-@pytest.fixture(scope="module")
-def bootstrap(cluster):
-    return cluster.status()["metadata"][0]["address"]
-
-
 def replog(bootstrap, *args, check=True):
     return cluster_command(*args, "--bootstrap", bootstrap, check=check)
 

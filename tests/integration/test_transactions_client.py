@@ -6,7 +6,6 @@ same transactional id fences the first."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
@@ -20,7 +19,8 @@ from replog.client import (
     TransactionAbortedError,
     TransactionStateError,
 )
-from tests.integration.cluster import REPLOG, started, wait_for
+from tests.integration.cluster import replog as cluster_command
+from tests.integration.cluster import started, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -33,11 +33,6 @@ def cluster(tmp_path_factory):
     yield from started(tmp_path_factory, "cluster", "--brokers", "3", "--controllers", "2",
                        "--config", "transaction.state.log.num.partitions=10",
                        "--config", "offsets.topic.num.partitions=10")
-
-
-@pytest.fixture(scope="module")
-def bootstrap(cluster):
-    return cluster.status()["metadata"][0]["address"]
 
 
 def create(bootstrap, name, partitions):
@@ -169,6 +164,8 @@ def test_a_prepared_transaction_outlives_its_producer_until_another_process_ends
         with pytest.raises(TransactionStateError, match="the transaction is prepared"):
             producer.send("txn-prepared", b"too late", partition=0)
     assert read_all(bootstrap, tps, "read_committed", 0) == []  # closed, and still open
+    with Consumer(bootstrap, isolation_level="read_committed") as committed:
+        assert committed.end_offsets(tps)[tps[0]] == 0  # the prepared transaction holds the last stable offset
     with Admin(bootstrap) as admin:
         admin.end_transaction(prepared, commit=True)
         admin.end_transaction(prepared, commit=True)  # sent again: the same answer
@@ -237,9 +234,7 @@ def test_calls_out_of_order_are_refused_with_what_to_do(bootstrap):
 
 
 def replog(bootstrap, *args, check=True):
-    result = subprocess.run([*REPLOG, *args, "--bootstrap", bootstrap], capture_output=True, text=True, timeout=120)
-    assert not check or result.returncode == 0, f"replog {' '.join(args)} failed: {result.stderr}"
-    return result
+    return cluster_command(*args, "--bootstrap", bootstrap, check=check)
 
 
 def test_the_cli_lists_and_describes_a_transaction_and_the_producers_of_its_partition(bootstrap):

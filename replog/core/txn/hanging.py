@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..topic_partition import TopicPartition
+from .metadata import PRODUCER_EPOCH_MAX
 
 # kafka-transactions.sh find-hanging's default --max-transaction-timeout: transaction.max.timeout.ms's default.
 MAX_TRANSACTION_TIMEOUT_MINUTES = 15
@@ -36,7 +37,6 @@ MAX_TRANSACTION_TIMEOUT_MINUTES = 15
 # timeout (checked every transaction.abort.timed.out.transaction.cleanup.interval.ms) comes first (Kafka's
 # ProducerStateManager.LATE_TRANSACTION_BUFFER_MS).
 LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000
-PRODUCER_EPOCH_MAX = 2**15 - 1
 
 
 @dataclass(frozen=True, slots=True)

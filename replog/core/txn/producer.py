@@ -39,6 +39,7 @@ open for them.
 """
 
 import enum
+import functools
 from collections.abc import Mapping
 
 from ..errors import ErrorCode
@@ -54,10 +55,6 @@ class ProducerTxnState(enum.Enum):
     ABORTING = "ABORTING"
     ABORTABLE_ERROR = "ABORTABLE_ERROR"
     FATAL_ERROR = "FATAL_ERROR"
-
-    @property
-    def ending(self) -> bool:
-        return self in (ProducerTxnState.COMMITTING, ProducerTxnState.ABORTING)
 
 
 class ProducerTxnEvent(enum.Enum):
@@ -194,6 +191,7 @@ def reaction(request: Request, code: ErrorCode) -> Reaction:
     return Reaction.FATAL
 
 
+@functools.cache
 def retried(request: Request) -> frozenset[ErrorCode]:
     """The errors after which `request` is sent again (to the coordinator found again, or after a backoff)."""
     return frozenset(code for code in ErrorCode
