@@ -25,7 +25,11 @@ import subprocess
 import sys
 import time
 
-import grpc
+from replog.rpc.transport import choose_transport
+
+choose_transport()  # the transport replog's processes use, before grpc is imported
+
+import grpc  # noqa: E402
 
 METHODS = {"unary": "/bench.Echo/Call", "stream": "/bench.Echo/Stream"}
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024

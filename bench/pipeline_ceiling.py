@@ -30,11 +30,15 @@ import sys
 import time
 from collections import deque
 
-import grpc
-from bench_grpc_echo import OPTIONS, free_port, identity, wait_for_port
+from replog.rpc.transport import choose_transport
 
-from replog.cli.bench import rates
-from replog.protocol import encode_batch
+choose_transport()  # the transport replog's processes use, before grpc is imported
+
+import grpc  # noqa: E402
+from bench_grpc_echo import OPTIONS, free_port, identity, wait_for_port  # noqa: E402
+
+from replog.cli.bench import rates  # noqa: E402
+from replog.protocol import encode_batch  # noqa: E402
 
 BATCH_BYTES = 1 << 20  # the producer's default batch.size
 FETCH_BYTES_MAX = 10 << 20  # Kafka's replica.fetch.response.max.bytes

@@ -34,6 +34,7 @@ the round trip, and five full batches still stream at once.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import deque
 from collections.abc import Collection
@@ -191,26 +192,27 @@ class RecordAccumulator:
         return batch
 
     def append_rows(
-        self, tp: TopicPartition, rows: list[tuple], sizes: list[int], start: int, stop: int, now_ms: float,
+        self, tp: TopicPartition, rows: list[tuple], ends: list[int], start: int, stop: int, now_ms: float,
         block_s: float = 60.0,
     ) -> tuple[int, ProducerBatch, bool]:
-        """Append rows[start:stop] to tp's open batch (or a new one) until it is full; returns (end, batch, opened)."""
+        """Append rows[start:stop] to tp's open batch (or a new one) until it is full; returns (end, batch, opened).
+
+        `ends` are the rows' sizes summed from the first: ends[i] is the size of rows[:i + 1].
+        """
+        before = ends[start - 1] if start else 0
+        first = ends[start] - before
         with self._lock:
-            if self._buffered_bytes + sizes[start] > self._buffer_memory and self._buffered_bytes or self._closing:
-                self._wait_for_space(sizes[start], block_s)
+            if self._buffered_bytes + first > self._buffer_memory and self._buffered_bytes or self._closing:
+                self._wait_for_space(first, block_s)
             batch = self._open.get(tp)
-            opened = batch is None or batch.size_bytes + sizes[start] > self._batch_size
+            opened = batch is None or batch.size_bytes + first > self._batch_size
             if opened:
                 batch = self._open_batch(tp, now_ms)
-            room = self._batch_size - batch.size_bytes
-            budget = self._buffer_memory - self._buffered_bytes
-            end = start
-            total = 0
-            for size in sizes[start:stop]:
-                if (total + size > room or total + size > budget) and (end > start or batch.rows):
-                    break
-                total += size
-                end += 1
+            room = min(self._batch_size - batch.size_bytes, self._buffer_memory - self._buffered_bytes)
+            end = bisect.bisect_right(ends, before + room, start, stop)  # the rows that fit
+            if end == start and not batch.rows:
+                end = start + 1  # an empty batch takes one row whatever its size
+            total = ends[end - 1] - before
             batch.rows.extend(rows[start:end])
             batch.size_bytes += total
             self._buffered_bytes += total

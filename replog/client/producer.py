@@ -8,7 +8,9 @@ per batch (`encode_batch`), on the I/O thread, when the batch leaves.
 
 from __future__ import annotations
 
+import bisect
 import concurrent.futures
+import itertools
 import logging
 import threading
 import time
@@ -41,6 +43,7 @@ from replog.client.types import (
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.producer import ProducerTxnEvent, ProducerTxnState
 from replog.protocol.compression import Compression
+from replog.protocol.record_encoding import keyless_rows
 from replog.rpc.channels import ClientSecurity
 
 
@@ -281,12 +284,17 @@ class Producer:
         partitions = known.partitions
         if partition is not None and not 0 <= partition < len(partitions):
             raise ValueError(f"topic {topic!r} has partitions 0..{len(partitions) - 1}, not {partition}")
-        rows = [(None, value if value.__class__ is bytes or value is None else as_bytes(value, "value"))
-                for value in values]
-        sizes = [record_size_bytes(None, value) for _key, value in rows]
+        prepared = keyless_rows(values)
+        if prepared is None:
+            rows = [(None, value if value.__class__ is bytes or value is None else as_bytes(value, "value"))
+                    for value in values]
+            sizes = [record_size_bytes(None, value) for _key, value in rows]
+        else:
+            rows, sizes = prepared
         too_large = max(sizes, default=0)
         if too_large > self._max_request_size:
             raise RecordTooLargeError(too_large, self._max_request_size)
+        ends = list(itertools.accumulate(sizes))  # ends[i]: the size of rows[:i + 1]
         batches: list[ProducerBatch] = []
         now_ms = _monotonic() * 1000
         start = 0
@@ -294,13 +302,14 @@ class Producer:
         while start < len(rows):
             if partition is None:
                 chosen = self._partitioner.partition(topic, len(partitions), known.available)
-                stop = _stop_within(sizes, start, self._partitioner.room_bytes(topic))
+                stop = _stop_within(ends, start, self._partitioner.room_bytes(topic))
             else:
                 chosen, stop = partition, len(rows)
             end, batch, opened = self._accumulator.append_rows(
-                partitions[chosen], rows, sizes, start, stop, now_ms, self._block_s)
+                partitions[chosen], rows, ends, start, stop, now_ms, self._block_s)
             if partition is None:
-                self._partitioner.produced(topic, len(partitions), sum(sizes[start:end]), known.available)
+                self._partitioner.produced(topic, len(partitions), ends[end - 1] - (ends[start - 1] if start else 0),
+                                           known.available)
             if not batches or batches[-1] is not batch:
                 batches.append(batch)
             wake = (self._txn is not None and self._txn.note_partition(batch.tp)) or opened or wake
@@ -478,11 +487,8 @@ class Producer:
 
 
 
-def _stop_within(sizes: list[int], start: int, room_bytes: int) -> int:
-    """The end of the run of records from `start` that fills room_bytes (at least one record)."""
-    total = 0
-    for index in range(start, len(sizes)):
-        total += sizes[index]
-        if total >= room_bytes:
-            return index + 1
-    return len(sizes)
+def _stop_within(ends: list[int], start: int, room_bytes: int) -> int:
+    """The end of the run of records from `start` that fills room_bytes (at least one record);
+    ends[i] is the size of the records up to and including i."""
+    before = ends[start - 1] if start else 0
+    return min(bisect.bisect_left(ends, before + room_bytes, start) + 1, len(ends))

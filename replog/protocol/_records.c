@@ -12,6 +12,11 @@
  * None and the caller runs the Python decoder, which either decodes the exotic
  * input or raises the error that says what is wrong. So this module never
  * decides what is valid; it only makes the valid common case fast.
+ *
+ * The producer's side (`encode_rows`, `keyless_rows`) follows the same rule:
+ * records without headers whose keys and values are bytes or None are encoded
+ * here; for any other row it returns None and record_encoding.py's encoder
+ * encodes it, or says what is wrong.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -478,6 +483,158 @@ static PyObject *decode_columns(PyObject *module, PyObject *args) {
     return result;
 }
 
+/* ---- the producer's side: rows into a records section ------------------------------------ */
+
+/* The bytes of a zig-zag varint of the non-negative n. */
+static int zigzag_size(int64_t n) {
+    uint64_t raw = (uint64_t)n << 1;
+    int size = 1;
+    while (raw >= 0x80) {
+        raw >>= 7;
+        size++;
+    }
+    return size;
+}
+
+static uint8_t *write_zigzag(uint8_t *out, int64_t n) {
+    uint64_t raw = (uint64_t)n << 1;
+    while (raw >= 0x80) {
+        *out++ = (uint8_t)(raw | 0x80);
+        raw >>= 7;
+    }
+    *out++ = (uint8_t)raw;
+    return out;
+}
+
+/* A field's encoded size (length varint and bytes), or -1 when it is neither bytes nor None. */
+static Py_ssize_t field_size(PyObject *field) {
+    if (field == Py_None) {
+        return 1;
+    }
+    if (!PyBytes_CheckExact(field)) {
+        return -1;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(field);
+    return zigzag_size(size) + size;
+}
+
+static uint8_t *write_field(uint8_t *out, PyObject *field) {
+    if (field == Py_None) {
+        *out++ = NULL_BYTE;
+        return out;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(field);
+    out = write_zigzag(out, size);
+    memcpy(out, PyBytes_AS_STRING(field), (size_t)size);
+    return out + size;
+}
+
+/* A row's key and value when it is (key, value) or (key, value, ()) of bytes or None; 0 otherwise. */
+static int plain_row(PyObject *row, PyObject **key, PyObject **value) {
+    if (!PyTuple_CheckExact(row)) {
+        return 0;
+    }
+    Py_ssize_t fields = PyTuple_GET_SIZE(row);
+    if (fields == 3) {
+        PyObject *headers = PyTuple_GET_ITEM(row, 2);
+        if (!PyTuple_CheckExact(headers) || PyTuple_GET_SIZE(headers) != 0) {
+            return 0;
+        }
+    } else if (fields != 2) {
+        return 0;
+    }
+    *key = PyTuple_GET_ITEM(row, 0);
+    *value = PyTuple_GET_ITEM(row, 1);
+    return 1;
+}
+
+/* The body of record `index` (attributes, timestamp delta 0, offset delta, key, value, no headers). */
+static Py_ssize_t body_size(Py_ssize_t index, Py_ssize_t key_size, Py_ssize_t value_size) {
+    return 1 + 1 + zigzag_size(index) + key_size + value_size + 1;
+}
+
+static PyObject *encode_rows(PyObject *self, PyObject *args) {
+    PyObject *rows;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &rows)) {
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(rows);
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *key, *value;
+        if (!plain_row(PyList_GET_ITEM(rows, i), &key, &value)) {
+            Py_RETURN_NONE;
+        }
+        Py_ssize_t key_size = field_size(key), value_size = field_size(value);
+        if (key_size < 0 || value_size < 0) {
+            Py_RETURN_NONE;
+        }
+        Py_ssize_t body = body_size(i, key_size, value_size);
+        total += zigzag_size(body) + body;
+    }
+    PyObject *encoded = PyBytes_FromStringAndSize(NULL, total);
+    if (encoded == NULL) {
+        return NULL;
+    }
+    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(encoded);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *key = NULL, *value = NULL;
+        plain_row(PyList_GET_ITEM(rows, i), &key, &value);  /* true: the first pass checked every row */
+        out = write_zigzag(out, body_size(i, field_size(key), field_size(value)));
+        *out++ = 0;  /* attributes */
+        *out++ = 0;  /* timestamp delta */
+        out = write_zigzag(out, i);
+        out = write_field(out, key);
+        out = write_field(out, value);
+        *out++ = 0;  /* no headers */
+    }
+    return encoded;
+}
+
+/* The largest offset delta record_size_bytes allows for: 3 bytes of varint. */
+#define OFFSET_DELTA_SIZE_MAX 3
+
+static PyObject *keyless_rows(PyObject *self, PyObject *args) {
+    PyObject *values;
+    if (!PyArg_ParseTuple(args, "O", &values)) {
+        return NULL;
+    }
+    PyObject *sequence = PySequence_Fast(values, "values must be a sequence");
+    if (sequence == NULL) {
+        return NULL;
+    }
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
+    PyObject **items = PySequence_Fast_ITEMS(sequence);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (items[i] != Py_None && !PyBytes_CheckExact(items[i])) {
+            Py_DECREF(sequence);
+            Py_RETURN_NONE;
+        }
+    }
+    PyObject *rows = PyList_New(count), *sizes = PyList_New(count), *result = NULL;
+    if (rows == NULL || sizes == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *row = PyTuple_Pack(2, Py_None, items[i]);
+        Py_ssize_t body = 1 + 1 + OFFSET_DELTA_SIZE_MAX + 1 + field_size(items[i]) + 1;
+        PyObject *size = PyLong_FromSsize_t(zigzag_size(body) + body);
+        if (row == NULL || size == NULL) {
+            Py_XDECREF(row);
+            Py_XDECREF(size);
+            goto done;
+        }
+        PyList_SET_ITEM(rows, i, row);
+        PyList_SET_ITEM(sizes, i, size);
+    }
+    result = PyTuple_Pack(2, rows, sizes);
+done:
+    Py_XDECREF(rows);
+    Py_XDECREF(sizes);
+    Py_DECREF(sequence);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS,
      "decode_records(data, count, base_offset, base_timestamp, timestamp_override, record_type, prefix, suffix)\n"
@@ -498,11 +655,22 @@ static PyMethodDef methods[] = {
      "Arrow-layout buffers: (rows, offsets int64, timestamps int64 us, timestamp types int32,\n"
      "key, value, has_headers), key and value each (validity or None, int32 offsets, data, nulls);\n"
      "None when the input is outside the fast path (the record decoder then says what is wrong)."},
+    {"encode_rows", encode_rows, METH_VARARGS,
+     "encode_rows(rows)\n"
+     "--\n\n"
+     "The records section of a list of (key, value) or (key, value, ()) rows of bytes or None, offset\n"
+     "deltas 0, 1, ... and timestamp deltas 0; None when a row is outside the fast path (headers, or\n"
+     "a field that is not bytes): the Python encoder then encodes it."},
+    {"keyless_rows", keyless_rows, METH_VARARGS,
+     "keyless_rows(values)\n"
+     "--\n\n"
+     "([(None, value), ...], [record_size_bytes(None, value), ...]) for values of bytes or None;\n"
+     "None when one is neither (the Python path converts it or says what is wrong)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_records", "The record decoder's fast path, and the produce path's record walk.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_records", "The record decoder's fast path, the produce path's record walk, and the producer's record encoder.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__records(void) {

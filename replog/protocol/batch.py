@@ -32,7 +32,7 @@ from replog.protocol.layout import (
     TRANSACTIONAL_BIT,
 )
 from replog.protocol.record_decoding import decode_records
-from replog.protocol.record_encoding import encode_records
+from replog.protocol.record_encoding import encode_records, encode_tuples
 from replog.protocol.records import Record
 from replog.protocol.stamp import stamp_batches
 from replog.protocol.validation import ValidationResult, validate_batches
@@ -99,11 +99,12 @@ def encode_batch(
     if isinstance(items[0], Record):
         base_timestamp = items[0].timestamp if base_timestamp_ms is None else base_timestamp_ms
         rows, last_offset_delta, max_timestamp = _record_rows(items, base_offset, base_timestamp)
+        records = encode_records(rows)
     else:
         base_timestamp = time.time_ns() // 1_000_000 if base_timestamp_ms is None else base_timestamp_ms
-        rows, last_offset_delta, max_timestamp = _tuple_rows(items), len(items) - 1, base_timestamp
+        records, last_offset_delta, max_timestamp = encode_tuples(items), len(items) - 1, base_timestamp
     codec = Compression(compression)
-    payload = compress(codec, encode_records(rows))
+    payload = compress(codec, records)
     attributes = (codec | (TRANSACTIONAL_BIT if transactional else 0) | (CONTROL_BIT if control else 0)
                   | (DELETE_HORIZON_BIT if delete_horizon_ms is not None else 0))
     crc_fields = CRC_FIELDS.pack(
@@ -119,15 +120,6 @@ def encode_batch(
     crc = crc32c.crc32c(payload, crc32c.crc32c(crc_fields))
     prefix = PREFIX.pack(base_offset, BATCH_LENGTH_MIN + len(payload), partition_leader_epoch, MAGIC, crc)
     return b"".join((prefix, crc_fields, payload))
-
-
-def _tuple_rows(items: Sequence[tuple]) -> Iterator[tuple]:
-    for offset_delta, item in enumerate(items):
-        if len(item) == 2:
-            yield offset_delta, 0, item[0], item[1], ()
-        else:
-            key, value, headers = item
-            yield offset_delta, 0, key, value, headers
 
 
 def _record_rows(records: Sequence[Record], base_offset: int, base_timestamp: int) -> tuple[list, int, int]:

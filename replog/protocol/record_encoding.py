@@ -4,14 +4,24 @@
     | keyLength varint (-1: null) | key | valueLength varint (-1: null) | value
     | headers count varint | per header: keyLength varint | key utf-8 | valueLength varint | value
 
-This is the producer's hot path, so the loop is written out by hand: table
-lookups instead of varint calls, one bytes object per record prefix, and a
-single join at the end.
+This is the producer's hot path. The compiled encoder (`_records.c`, built
+with the package where a C compiler is present) encodes the common rows, keys
+and values of bytes or None without headers; `encode_records` encodes the rest
+and is the reference the compiled one is tested against. Its loop is written
+out by hand: table lookups instead of varint calls, one bytes object per record
+prefix, and a single join at the end.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from replog.protocol.varint import NULL_LENGTH, TABLE_SIZE, ZIGZAG, encode_varint
+
+try:
+    from replog.protocol._records import encode_rows as _encode_compiled
+    from replog.protocol._records import keyless_rows as _keyless_compiled
+except ImportError:  # no C compiler where the package was built: the Python encoder does all
+    _encode_compiled = None
+    _keyless_compiled = None
 
 NO_HEADERS = b"\x00"
 ATTRIBUTES = b"\x00"  # record attributes: unused by Kafka, always zero
@@ -59,3 +69,28 @@ def encode_records(rows: Iterable[tuple[int, int, bytes | None, bytes | None, Se
         append(suffix)
     return b"".join(parts)
 
+
+
+def encode_tuples(items: Sequence[tuple]) -> bytes:
+    """Encode (key, value[, headers]) tuples as records with offset deltas 0, 1, ... and timestamp delta 0."""
+    if _encode_compiled is not None and items.__class__ is list:
+        encoded = _encode_compiled(items)
+        if encoded is not None:
+            return encoded
+    return encode_records(_tuple_rows(items))
+
+
+def keyless_rows(values: Sequence) -> tuple[list[tuple], list[int]] | None:
+    """The producer's (None, value) rows for `values` and each one's encoded size bound (the client's
+    record_size_bytes), in one compiled pass; None without the compiled encoder or when a value is
+    neither bytes nor None."""
+    return None if _keyless_compiled is None else _keyless_compiled(values)
+
+
+def _tuple_rows(items: Sequence[tuple]) -> Iterator[tuple]:
+    for offset_delta, item in enumerate(items):
+        if len(item) == 2:
+            yield offset_delta, 0, item[0], item[1], ()
+        else:
+            key, value, headers = item
+            yield offset_delta, 0, key, value, headers

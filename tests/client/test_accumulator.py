@@ -1,5 +1,6 @@
 """Records gather into batches by batch_size and linger_ms; batches leave per leader, in order."""
 
+import itertools
 import threading
 
 import pytest
@@ -223,12 +224,12 @@ def test_append_rows_fills_the_open_batch_then_the_next_and_stops_where_told():
     size = record_size_bytes(None, b"v" * 50)
     acc = accumulator(batch_size=BATCH_OVERHEAD_BYTES + 3 * size)
     rows = [(None, b"v" * 50)] * 6
-    sizes = [size] * 6
-    end, batch, opened = acc.append_rows(T0, rows, sizes, 0, 6, 0.0)
+    ends = list(itertools.accumulate([size] * 6))
+    end, batch, opened = acc.append_rows(T0, rows, ends, 0, 6, 0.0)
     assert (end, opened, len(batch.rows)) == (3, True, 3)
-    end, second, opened = acc.append_rows(T0, rows, sizes, 3, 4, 0.0)
+    end, second, opened = acc.append_rows(T0, rows, ends, 3, 4, 0.0)
     assert (end, opened, len(second.rows)) == (4, True, 1)
-    end, same, opened = acc.append_rows(T0, rows, sizes, 4, 6, 0.0)
+    end, same, opened = acc.append_rows(T0, rows, ends, 4, 6, 0.0)
     assert (end, opened, same is second, len(second.rows)) == (6, False, True, 3)
 
 
