@@ -12,10 +12,14 @@ Four processes on grpc.aio, laid out as replog's producer, leader and followers 
 - the leader answers a batch once both followers' fetches asked for what comes after it (acks=all:
   a follower's next fetch position is how a leader learns that the follower has a batch).
 
+With `--write-log`, the leader and each follower also write what they take to a file of their
+own (`os.pwrite`, one call a batch or fetch answer, no fsync), as a broker's log does: the same
+pipeline with the page-cache writes of a log and nothing else of one.
+
 Reports records/s and MB/s (MiB, as `replog bench produce` counts them) from the first timed
 batch sent to the last one answered, after a warm-up of a few batches.
 
-    python bench/pipeline_ceiling.py [--record-size 100] [--records 2000000] [--in-flight 5] [--json]
+    python bench/pipeline_ceiling.py [--record-size 100] [--records 2000000] [--in-flight 5] [--write-log] [--json]
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import os
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections import deque
 
@@ -54,8 +59,9 @@ SERVICE = "ceiling.Pipeline"
 class MemoryLog:
     """The leader's batches in memory, and how far each follower has asked (positions in bytes)."""
 
-    def __init__(self, followers: int) -> None:
+    def __init__(self, followers: int, log_fd: int | None = None) -> None:
         self.batches: deque[tuple[int, bytes]] = deque()  # (start position, batch), oldest first
+        self.log_fd = log_fd
         self.log_end = 0
         self.positions = [0] * followers
         self._changed = asyncio.Event()
@@ -66,6 +72,8 @@ class MemoryLog:
         return min(self.positions)
 
     def append(self, batch: bytes) -> int:
+        if self.log_fd is not None:
+            write_at(self.log_fd, batch, self.log_end)
         self.batches.append((self.log_end, batch))
         self.log_end += len(batch)
         self._wake()
@@ -105,8 +113,19 @@ class MemoryLog:
         self._changed = asyncio.Event()
 
 
-async def lead(port: int) -> None:
-    log = MemoryLog(FOLLOWERS)
+def write_at(fd: int, data: bytes, position: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, position)
+        view, position = view[written:], position + written
+
+
+def log_file(log_dir: str | None, name: str) -> int | None:
+    return None if log_dir is None else os.open(os.path.join(log_dir, name), os.O_WRONLY | os.O_CREAT, 0o644)
+
+
+async def lead(port: int, log_dir: str | None) -> None:
+    log = MemoryLog(FOLLOWERS, log_file(log_dir, "leader.log"))
 
     async def produce(batches, context: grpc.aio.ServicerContext):
         acks: asyncio.Queue[int | None] = asyncio.Queue()
@@ -139,14 +158,18 @@ async def lead(port: int) -> None:
     await server.wait_for_termination()
 
 
-async def follow(address: str, follower: int) -> None:
+async def follow(address: str, follower: int, log_dir: str | None) -> None:
+    fd = log_file(log_dir, f"follower-{follower}.log")
     async with grpc.aio.insecure_channel(address, options=OPTIONS) as channel:
         stream = channel.stream_stream(f"/{SERVICE}/Fetch", request_serializer=identity,
                                        response_deserializer=identity)()
         position = 0
         while True:
             await stream.write(FETCH.pack(follower, position))
-            position += len(await stream.read())
+            answer = await stream.read()
+            if fd is not None:
+                write_at(fd, answer, position)
+            position += len(answer)
 
 
 async def produce(address: str, batch: bytes, batches: int, in_flight: int) -> float:
@@ -195,14 +218,20 @@ def producer_main(address: str, record_size: int, records: int, in_flight: int) 
             "batch_bytes": len(batch), "encode_records_per_s": round(len(rows) / min(encode_s), 1)}
 
 
-def run(record_size: int, records: int, in_flight: int = 5) -> dict[str, float]:
+def run(record_size: int, records: int, in_flight: int = 5, write_log: bool = False) -> dict[str, float]:
     """One measurement: start the leader and followers, run the producer, stop them all."""
+    with tempfile.TemporaryDirectory(prefix="replog-ceiling-") as log_dir:
+        return _run(record_size, records, in_flight, ["--log-dir", log_dir] if write_log else [])
+
+
+def _run(record_size: int, records: int, in_flight: int, log_args: list[str]) -> dict[str, float]:
     port = free_port()
     here = [sys.executable, os.path.abspath(__file__)]
-    processes = [subprocess.Popen([*here, "--lead", str(port)])]
+    processes = [subprocess.Popen([*here, "--lead", str(port), *log_args])]
     try:
         wait_for_port(port)
-        processes += [subprocess.Popen([*here, "--follow", f"127.0.0.1:{port}", str(i)]) for i in range(FOLLOWERS)]
+        processes += [subprocess.Popen([*here, "--follow", f"127.0.0.1:{port}", str(i), *log_args])
+                      for i in range(FOLLOWERS)]
         out = subprocess.run([*here, "--produce", f"127.0.0.1:{port}", "--record-size", str(record_size),
                               "--records", str(records), "--in-flight", str(in_flight), "--json"],
                              capture_output=True, text=True, timeout=600, check=True).stdout
@@ -219,7 +248,10 @@ def main() -> int:
     parser.add_argument("--record-size", type=int, default=100, metavar="B")
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--in-flight", type=int, default=5, help="batches the producer keeps unanswered")
+    parser.add_argument("--write-log", action="store_true",
+                        help="the leader and followers also write what they take to files, as a log does")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--log-dir", help=argparse.SUPPRESS)
     parser.add_argument("--lead", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--follow", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--produce", help=argparse.SUPPRESS)
@@ -227,15 +259,15 @@ def main() -> int:
     if args.record_size < 0 or args.records < 1 or args.in_flight < 1:
         parser.error("--records and --in-flight must be at least 1, --record-size at least 0")
     if args.lead:
-        asyncio.run(lead(args.lead))
+        asyncio.run(lead(args.lead, args.log_dir))
         return 0
     if args.follow:
-        asyncio.run(follow(args.follow[0], int(args.follow[1])))
+        asyncio.run(follow(args.follow[0], int(args.follow[1]), args.log_dir))
         return 0
     if args.produce:
         result = producer_main(args.produce, args.record_size, args.records, args.in_flight)
     else:
-        result = run(args.record_size, args.records, args.in_flight)
+        result = run(args.record_size, args.records, args.in_flight, args.write_log)
     if args.json:
         print(json.dumps(result))
     else:
