@@ -43,7 +43,7 @@ from replog.client.types import (
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.producer import ProducerTxnEvent, ProducerTxnState
 from replog.protocol.compression import Compression
-from replog.protocol.record_encoding import keyless_rows
+from replog.protocol.record_encoding import keyless_sizes
 from replog.rpc.channels import ClientSecurity
 
 
@@ -284,13 +284,12 @@ class Producer:
         partitions = known.partitions
         if partition is not None and not 0 <= partition < len(partitions):
             raise ValueError(f"topic {topic!r} has partitions 0..{len(partitions) - 1}, not {partition}")
-        prepared = keyless_rows(values)
-        if prepared is None:
-            rows = [(None, value if value.__class__ is bytes or value is None else as_bytes(value, "value"))
-                    for value in values]
-            sizes = [record_size_bytes(None, value) for _key, value in rows]
-        else:
-            rows, sizes = prepared
+        rows = values if values.__class__ is list else list(values)  # a bare value is a row without key
+        sizes = keyless_sizes(rows)
+        if sizes is None:
+            rows = [value if value.__class__ is bytes or value is None else as_bytes(value, "value")
+                    for value in rows]
+            sizes = [record_size_bytes(None, value) for value in rows]
         too_large = max(sizes, default=0)
         if too_large > self._max_request_size:
             raise RecordTooLargeError(too_large, self._max_request_size)

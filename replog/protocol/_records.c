@@ -13,9 +13,9 @@
  * input or raises the error that says what is wrong. So this module never
  * decides what is valid; it only makes the valid common case fast.
  *
- * The producer's side (`encode_rows`, `keyless_rows`) follows the same rule:
+ * The producer's side (`encode_rows`, `keyless_sizes`) follows the same rule:
  * records without headers whose keys and values are bytes or None are encoded
- * here; for any other row it returns None and record_encoding.py's encoder
+ * here (a row may be a bare value: a record without key); for any other row it returns None and record_encoding.py's encoder
  * encodes it, or says what is wrong.
  */
 #define PY_SSIZE_T_CLEAN
@@ -529,8 +529,14 @@ static uint8_t *write_field(uint8_t *out, PyObject *field) {
     return out + size;
 }
 
-/* A row's key and value when it is (key, value) or (key, value, ()) of bytes or None; 0 otherwise. */
+/* A row's key and value when it is (key, value) or (key, value, ()) of bytes or None, or a bare
+ * value (bytes or None: a record without key); 0 otherwise. */
 static int plain_row(PyObject *row, PyObject **key, PyObject **value) {
+    if (row == Py_None || PyBytes_CheckExact(row)) {
+        *key = Py_None;
+        *value = row;
+        return 1;
+    }
     if (!PyTuple_CheckExact(row)) {
         return 0;
     }
@@ -594,45 +600,32 @@ static PyObject *encode_rows(PyObject *self, PyObject *args) {
 /* The largest offset delta record_size_bytes allows for: 3 bytes of varint. */
 #define OFFSET_DELTA_SIZE_MAX 3
 
-static PyObject *keyless_rows(PyObject *self, PyObject *args) {
+static PyObject *keyless_sizes(PyObject *self, PyObject *args) {
     PyObject *values;
-    if (!PyArg_ParseTuple(args, "O", &values)) {
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &values)) {
         return NULL;
     }
-    PyObject *sequence = PySequence_Fast(values, "values must be a sequence");
-    if (sequence == NULL) {
-        return NULL;
-    }
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
-    PyObject **items = PySequence_Fast_ITEMS(sequence);
+    Py_ssize_t count = PyList_GET_SIZE(values);
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (items[i] != Py_None && !PyBytes_CheckExact(items[i])) {
-            Py_DECREF(sequence);
+        PyObject *value = PyList_GET_ITEM(values, i);
+        if (value != Py_None && !PyBytes_CheckExact(value)) {
             Py_RETURN_NONE;
         }
     }
-    PyObject *rows = PyList_New(count), *sizes = PyList_New(count), *result = NULL;
-    if (rows == NULL || sizes == NULL) {
-        goto done;
+    PyObject *sizes = PyList_New(count);
+    if (sizes == NULL) {
+        return NULL;
     }
     for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *row = PyTuple_Pack(2, Py_None, items[i]);
-        Py_ssize_t body = 1 + 1 + OFFSET_DELTA_SIZE_MAX + 1 + field_size(items[i]) + 1;
+        Py_ssize_t body = 1 + 1 + OFFSET_DELTA_SIZE_MAX + 1 + field_size(PyList_GET_ITEM(values, i)) + 1;
         PyObject *size = PyLong_FromSsize_t(zigzag_size(body) + body);
-        if (row == NULL || size == NULL) {
-            Py_XDECREF(row);
-            Py_XDECREF(size);
-            goto done;
+        if (size == NULL) {
+            Py_DECREF(sizes);
+            return NULL;
         }
-        PyList_SET_ITEM(rows, i, row);
         PyList_SET_ITEM(sizes, i, size);
     }
-    result = PyTuple_Pack(2, rows, sizes);
-done:
-    Py_XDECREF(rows);
-    Py_XDECREF(sizes);
-    Py_DECREF(sequence);
-    return result;
+    return sizes;
 }
 
 static PyMethodDef methods[] = {
@@ -658,14 +651,15 @@ static PyMethodDef methods[] = {
     {"encode_rows", encode_rows, METH_VARARGS,
      "encode_rows(rows)\n"
      "--\n\n"
-     "The records section of a list of (key, value) or (key, value, ()) rows of bytes or None, offset\n"
-     "deltas 0, 1, ... and timestamp deltas 0; None when a row is outside the fast path (headers, or\n"
-     "a field that is not bytes): the Python encoder then encodes it."},
-    {"keyless_rows", keyless_rows, METH_VARARGS,
-     "keyless_rows(values)\n"
+     "The records section of a list of rows, each (key, value), (key, value, ()) or a bare value\n"
+     "(no key), keys and values bytes or None, with offset deltas 0, 1, ... and timestamp deltas 0;\n"
+     "None when a row is outside the fast path (headers, or a field that is not bytes): the Python\n"
+     "encoder then encodes it."},
+    {"keyless_sizes", keyless_sizes, METH_VARARGS,
+     "keyless_sizes(values)\n"
      "--\n\n"
-     "([(None, value), ...], [record_size_bytes(None, value), ...]) for values of bytes or None;\n"
-     "None when one is neither (the Python path converts it or says what is wrong)."},
+     "[record_size_bytes(None, value), ...] for a list of values of bytes or None; None when one is\n"
+     "neither (the Python path converts it or says what is wrong)."},
     {NULL, NULL, 0, NULL},
 };
 

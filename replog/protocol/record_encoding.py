@@ -18,7 +18,7 @@ from replog.protocol.varint import NULL_LENGTH, TABLE_SIZE, ZIGZAG, encode_varin
 
 try:
     from replog.protocol._records import encode_rows as _encode_compiled
-    from replog.protocol._records import keyless_rows as _keyless_compiled
+    from replog.protocol._records import keyless_sizes as _keyless_compiled
 except ImportError:  # no C compiler where the package was built: the Python encoder does all
     _encode_compiled = None
     _keyless_compiled = None
@@ -71,8 +71,9 @@ def encode_records(rows: Iterable[tuple[int, int, bytes | None, bytes | None, Se
 
 
 
-def encode_tuples(items: Sequence[tuple]) -> bytes:
-    """Encode (key, value[, headers]) tuples as records with offset deltas 0, 1, ... and timestamp delta 0."""
+def encode_tuples(items: Sequence) -> bytes:
+    """Encode rows as records with offset deltas 0, 1, ... and timestamp delta 0. A row is a
+    (key, value[, headers]) tuple, or a bare value (bytes or None) for a record without key."""
     if _encode_compiled is not None and items.__class__ is list:
         encoded = _encode_compiled(items)
         if encoded is not None:
@@ -80,16 +81,17 @@ def encode_tuples(items: Sequence[tuple]) -> bytes:
     return encode_records(_tuple_rows(items))
 
 
-def keyless_rows(values: Sequence) -> tuple[list[tuple], list[int]] | None:
-    """The producer's (None, value) rows for `values` and each one's encoded size bound (the client's
-    record_size_bytes), in one compiled pass; None without the compiled encoder or when a value is
-    neither bytes nor None."""
+def keyless_sizes(values: list) -> list[int] | None:
+    """Each value's encoded size bound as a record without key (the client's record_size_bytes), in
+    one compiled pass; None without the compiled encoder or when a value is neither bytes nor None."""
     return None if _keyless_compiled is None else _keyless_compiled(values)
 
 
-def _tuple_rows(items: Sequence[tuple]) -> Iterator[tuple]:
+def _tuple_rows(items: Sequence) -> Iterator[tuple]:
     for offset_delta, item in enumerate(items):
-        if len(item) == 2:
+        if item is None or item.__class__ is bytes:
+            yield offset_delta, 0, None, item, ()
+        elif len(item) == 2:
             yield offset_delta, 0, item[0], item[1], ()
         else:
             key, value, headers = item
