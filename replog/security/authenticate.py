@@ -13,7 +13,7 @@ import prometheus_client
 from replog.config import ConfigError
 from replog.core.acl import ANONYMOUS
 from replog.core.principal import MappingError, PrincipalMapper
-from replog.core.tokens import TokenError, Verify, hmac_verifier, verify_token
+from replog.core.tokens import CLOCK_SKEW_S, Claims, TokenError, Verify, hmac_verifier, verify_token
 
 AUTHENTICATION_FAILURES = prometheus_client.Counter(
     "replog_authentication_failures_total",
@@ -37,6 +37,9 @@ class Authenticator:
         self._mapper = mapper
         self._verifiers = tuple(verifiers)
         self._subjects: dict[str, str] = {}  # subject -> principal, bounded below
+        # A token verified once names its principal until it expires: every call carries its token,
+        # and the security and quota interceptors both ask (bounded below).
+        self._tokens: dict[str, Claims] = {}
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Authenticator:
@@ -71,6 +74,18 @@ class Authenticator:
         return Session(ANONYMOUS, host)
 
     def _token_principal(self, token: str) -> str:
+        now_s = time.time()
+        claims = self._tokens.get(token)
+        if claims is not None and now_s <= claims.expires_s + CLOCK_SKEW_S:
+            return claims.principal
+        self._tokens.pop(token, None)
+        claims = self._verified(token, now_s)
+        if len(self._tokens) >= TOKENS_CACHED_MAX:
+            self._tokens.clear()
+        self._tokens[token] = claims
+        return claims.principal
+
+    def _verified(self, token: str, now_s: float) -> Claims:
         if not self._verifiers:
             AUTHENTICATION_FAILURES.labels("token_not_accepted").inc()
             raise AuthenticationError("this service accepts no bearer tokens (token.hmac.secret.file and "
@@ -78,7 +93,7 @@ class Authenticator:
         errors = []
         for verify in self._verifiers:
             try:
-                return verify_token(token, verify, time.time()).principal
+                return verify_token(token, verify, now_s)
             except TokenError as error:
                 errors.append(str(error))
         AUTHENTICATION_FAILURES.labels("bad_token").inc()
@@ -99,6 +114,7 @@ class Authenticator:
 
 
 SUBJECTS_CACHED_MAX = 10_000
+TOKENS_CACHED_MAX = 10_000
 
 
 def _bearer(metadata: Sequence[Any]) -> str | None:
