@@ -19,8 +19,9 @@ from grpc_reflection.v1alpha import reflection
 
 from replog.config import Config, HostPort
 from replog.core.errors import ErrorCode
-from replog.rpc import status
+from replog.rpc import status, streams
 from replog.rpc.heap import freeze_heap
+from replog.rpc.request_metrics import REQUEST_DURATION, REQUESTS_FAILED
 from replog.security.authenticate import Authenticator
 from replog.security.authorizer import Authorizer
 from replog.security.interceptor import SecurityInterceptor
@@ -29,19 +30,6 @@ from replog.security.quotas import QuotaInterceptor, QuotaManager
 from replog.security.tls import ServerTls, grpc_server_credentials, metrics_ssl_context
 
 log = logging.getLogger(__name__)
-
-REQUEST_DURATION = prometheus_client.Histogram(
-    "replog_request_duration_seconds",
-    "Time to serve one RPC, in seconds, from the request's arrival to its response.",
-    ["rpc"],
-    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
-)
-REQUESTS_FAILED = prometheus_client.Counter(
-    "replog_requests_failed_total",
-    "RPCs that ended with a gRPC status other than OK, by status.",
-    ["rpc", "error"],
-)
-
 
 class Service(Protocol):
     """A process's own behaviour, plugged into the shared runner."""
@@ -195,6 +183,9 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
         await service.stop()
     finally:
         stopper.cancel()
+        ended = streams.end_streams()  # clients keep streams open for good: end them, not the grace period
+        if ended:
+            log.info("%s ended %d open request streams", name, ended)
         await server.stop(config["shutdown.grace.ms"] / 1000)
         if health_server is not None:
             await health_server.stop(0)

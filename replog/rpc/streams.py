@@ -6,6 +6,12 @@ and half its CPU. `answer_in_order` starts each request as it arrives — in
 arrival order, so a leader appends a producer's batches in the order they were
 sent — lets later requests start while earlier ones wait, and sends the answers
 in request order.
+
+At shutdown `end_streams()` stops every open stream from taking more requests:
+each answers what it has started and ends, so that the server's stop does not
+wait out its grace period for clients that keep their streams open for good
+(followers, consumers, producers). They find the partitions' new leaders, as
+after any broken stream.
 """
 
 from __future__ import annotations
@@ -15,12 +21,21 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeVar
 
-from replog.rpc.server import REQUEST_DURATION
+from replog.rpc.request_metrics import REQUEST_DURATION
 
 Request = TypeVar("Request")
 Response = TypeVar("Response")
 
-_END = object()  # the client closed its side of the stream
+_END = object()  # the client closed its side of the stream, or the server is stopping
+_OPEN: set[Callable[[], None]] = set()  # each open stream's way to stop taking requests
+
+
+def end_streams() -> int:
+    """Every open stream answers the requests it started and then ends; returns how many there were."""
+    stops = list(_OPEN)
+    for stop in stops:
+        stop()
+    return len(stops)
 
 
 async def answer_in_order(
@@ -36,17 +51,38 @@ async def answer_in_order(
     recorded in replog_request_duration_seconds under `rpc`, as a call's is.
     """
     started: asyncio.Queue = asyncio.Queue(maxsize=in_flight_max)
+    waiting = False  # the reader waits for the client's next request, and holds none
+    ending = False
 
     async def read() -> None:
+        nonlocal waiting
+        incoming = aiter(requests)
         try:
-            async for request in requests:
+            while not ending:
+                waiting = True
+                try:
+                    request = await anext(incoming)
+                except StopAsyncIteration:
+                    break
+                finally:
+                    waiting = False
                 await started.put((time.perf_counter(), asyncio.ensure_future(start(request))))
+        except asyncio.CancelledError:
+            if not ending:
+                raise
         except Exception as error:  # the stream broke: the writer below raises it
             await started.put(error)
             return
         await started.put(_END)
 
+    def stop() -> None:
+        nonlocal ending
+        ending = True
+        if waiting:
+            reader.cancel()  # no request in hand: nothing started is lost
+
     reader = asyncio.ensure_future(read())
+    _OPEN.add(stop)
     timer = REQUEST_DURATION.labels(rpc)
     try:
         while (item := await started.get()) is not _END:
@@ -57,6 +93,7 @@ async def answer_in_order(
             timer.observe(time.perf_counter() - arrived)
             yield response
     finally:
+        _OPEN.discard(stop)
         reader.cancel()
         while not started.empty():
             item = started.get_nowait()
