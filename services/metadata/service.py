@@ -57,6 +57,7 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
         self._written_ms = 0
         self._brokers_to_confirm = False
         self._watchers: set[asyncio.Event] = set()
+        self._stopping = False
 
     def add_to_server(self, server: grpc.aio.Server) -> Sequence[str]:
         metadata_pb2_grpc.add_MetadataServiceServicer_to_server(self, server)
@@ -74,6 +75,11 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
         self._notifications.watch_state_changes(self._on_state_changes)
 
     async def stop(self) -> None:
+        # Watch streams stay open for good: end them now, not when the server's grace period runs
+        # out; their clients move to another metadata service, as after any broken stream.
+        self._stopping = True
+        for wake in self._watchers:
+            wake.set()
         self._refresh.cancel()
         self._flush.cancel()
         await self._notifications.stop()
@@ -149,6 +155,8 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
             while True:
                 await wake.wait()
                 wake.clear()
+                if self._stopping:
+                    return
                 current = self.image
                 message = render.delta(sent, current, follow)
                 sent = current

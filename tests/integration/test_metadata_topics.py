@@ -1,12 +1,16 @@
 """Topics in the metadata service: Metadata and the WatchMetadata stream, on a real cluster."""
 
+import os
+import signal
+import time
+
 import grpc
 import pytest
 
 from replog.api.common.v1 import common_pb2
 from replog.api.controller.v1 import controller_pb2, controller_pb2_grpc
 from replog.api.metadata.v1 import metadata_pb2, metadata_pb2_grpc
-from tests.integration.cluster import wait_for
+from tests.integration.cluster import started, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -78,3 +82,38 @@ def test_watch_metadata_sends_a_snapshot_then_the_topics_that_change(cluster):
         assert [t.name for t in delta.changed_topics] == ["watched"]
         everything.cancel()
         followed.cancel()
+
+
+@pytest.fixture
+def small_cluster(tmp_path_factory):
+    """A cluster of its own, whose metadata service the test stops for good."""
+    yield from started(tmp_path_factory, "metadata-stop", "--brokers", "1", "--controllers", "1")
+
+
+def test_a_stopping_metadata_service_ends_its_watch_streams_at_once(small_cluster):
+    """Watch streams stay open for good; on SIGTERM the service ends them cleanly and exits, rather
+    than holding them until its shutdown.grace.ms (5 s) runs out and cancelling them."""
+    pid = small_cluster.status()["metadata"][0]["pid"]
+    with grpc.insecure_channel(metadata_address(small_cluster)) as channel:
+        watch = metadata_pb2_grpc.MetadataServiceStub(channel).WatchMetadata(
+            metadata_pb2.WatchMetadataRequest(), timeout=STREAM_DEADLINE_S)
+        assert next(watch).full_snapshot
+        stopping = time.monotonic()
+        os.kill(pid, signal.SIGTERM)
+        list(watch)  # the rest of the stream: it ends with OK, where a cancelled one raises
+        ended_s = time.monotonic() - stopping
+    wait_for(lambda: _exited(pid), 10, "the metadata service to exit")
+    exited_s = time.monotonic() - stopping
+    assert ended_s < SHUTDOWN_GRACE_S and exited_s < SHUTDOWN_GRACE_S, (ended_s, exited_s)
+
+
+SHUTDOWN_GRACE_S = 5.0  # shutdown.grace.ms's default
+
+
+def _exited(pid: int) -> bool:
+    """Gone, or a zombie its parent has not reaped yet."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
