@@ -44,6 +44,7 @@ from bench_grpc_echo import OPTIONS, free_port, identity, wait_for_port  # noqa:
 
 from replog.cli.bench import rates  # noqa: E402
 from replog.protocol import encode_batch  # noqa: E402
+from replog.storage.segment import write_all  # noqa: E402
 
 BATCH_BYTES = 1 << 20  # the producer's default batch.size
 FETCH_BYTES_MAX = 10 << 20  # Kafka's replica.fetch.response.max.bytes
@@ -73,7 +74,7 @@ class MemoryLog:
 
     def append(self, batch: bytes) -> int:
         if self.log_fd is not None:
-            write_at(self.log_fd, batch, self.log_end)
+            write_all(self.log_fd, batch, self.log_end)
         self.batches.append((self.log_end, batch))
         self.log_end += len(batch)
         self._wake()
@@ -111,13 +112,6 @@ class MemoryLog:
     def _wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
-
-
-def write_at(fd: int, data: bytes, position: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, position)
-        view, position = view[written:], position + written
 
 
 def log_file(log_dir: str | None, name: str) -> int | None:
@@ -168,7 +162,7 @@ async def follow(address: str, follower: int, log_dir: str | None) -> None:
             await stream.write(FETCH.pack(follower, position))
             answer = await stream.read()
             if fd is not None:
-                write_at(fd, answer, position)
+                write_all(fd, answer, position)
             position += len(answer)
 
 

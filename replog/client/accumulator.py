@@ -197,10 +197,9 @@ class RecordAccumulator:
     ) -> tuple[int, ProducerBatch, bool]:
         """Append rows[start:stop] to tp's open batch (or a new one) until it is full; returns (end, batch, opened).
 
-        `ends` are the rows' sizes summed from the first: ends[i] is the size of rows[:i + 1].
+        `ends` are the rows' sizes summed from the first: ends[i] is the size of rows[:i].
         """
-        before = ends[start - 1] if start else 0
-        first = ends[start] - before
+        first = ends[start + 1] - ends[start]
         with self._lock:
             if self._buffered_bytes + first > self._buffer_memory and self._buffered_bytes or self._closing:
                 self._wait_for_space(first, block_s)
@@ -209,10 +208,10 @@ class RecordAccumulator:
             if opened:
                 batch = self._open_batch(tp, now_ms)
             room = min(self._batch_size - batch.size_bytes, self._buffer_memory - self._buffered_bytes)
-            end = bisect.bisect_right(ends, before + room, start, stop)  # the rows that fit
+            end = bisect.bisect_right(ends, ends[start] + room, start + 1, stop + 1) - 1  # the rows that fit
             if end == start and not batch.rows:
                 end = start + 1  # an empty batch takes one row whatever its size
-            total = ends[end - 1] - before
+            total = ends[end] - ends[start]
             batch.rows.extend(rows[start:end])
             batch.size_bytes += total
             self._buffered_bytes += total

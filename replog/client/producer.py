@@ -293,7 +293,7 @@ class Producer:
         too_large = max(sizes, default=0)
         if too_large > self._max_request_size:
             raise RecordTooLargeError(too_large, self._max_request_size)
-        ends = list(itertools.accumulate(sizes))  # ends[i]: the size of rows[:i + 1]
+        ends = list(itertools.accumulate(sizes, initial=0))  # ends[i]: the size of rows[:i]
         batches: list[ProducerBatch] = []
         now_ms = _monotonic() * 1000
         start = 0
@@ -307,8 +307,7 @@ class Producer:
             end, batch, opened = self._accumulator.append_rows(
                 partitions[chosen], rows, ends, start, stop, now_ms, self._block_s)
             if partition is None:
-                self._partitioner.produced(topic, len(partitions), ends[end - 1] - (ends[start - 1] if start else 0),
-                                           known.available)
+                self._partitioner.produced(topic, len(partitions), ends[end] - ends[start], known.available)
             if not batches or batches[-1] is not batch:
                 batches.append(batch)
             wake = (self._txn is not None and self._txn.note_partition(batch.tp)) or opened or wake
@@ -488,6 +487,5 @@ class Producer:
 
 def _stop_within(ends: list[int], start: int, room_bytes: int) -> int:
     """The end of the run of records from `start` that fills room_bytes (at least one record);
-    ends[i] is the size of the records up to and including i."""
-    before = ends[start - 1] if start else 0
-    return min(bisect.bisect_left(ends, before + room_bytes, start) + 1, len(ends))
+    ends[i] is the size of the records before i."""
+    return min(bisect.bisect_left(ends, ends[start] + room_bytes, start + 1), len(ends) - 1)

@@ -15,8 +15,9 @@
  *
  * The producer's side (`encode_rows`, `keyless_sizes`) follows the same rule:
  * records without headers whose keys and values are bytes or None are encoded
- * here (a row may be a bare value: a record without key); for any other row it returns None and record_encoding.py's encoder
- * encodes it, or says what is wrong.
+ * here (a row may be a bare value: a record without key); for any other row
+ * it returns None and record_encoding.py's encoder encodes it, or says what is
+ * wrong.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -554,9 +555,10 @@ static int plain_row(PyObject *row, PyObject **key, PyObject **value) {
     return 1;
 }
 
-/* The body of record `index` (attributes, timestamp delta 0, offset delta, key, value, no headers). */
-static Py_ssize_t body_size(Py_ssize_t index, Py_ssize_t key_size, Py_ssize_t value_size) {
-    return 1 + 1 + zigzag_size(index) + key_size + value_size + 1;
+/* A record's body without headers: attributes, timestamp delta 0, offset delta, key, value, and
+ * the header count. */
+static Py_ssize_t body_size(int offset_delta_size, Py_ssize_t key_size, Py_ssize_t value_size) {
+    return 1 + 1 + offset_delta_size + key_size + value_size + 1;
 }
 
 static PyObject *encode_rows(PyObject *self, PyObject *args) {
@@ -575,7 +577,7 @@ static PyObject *encode_rows(PyObject *self, PyObject *args) {
         if (key_size < 0 || value_size < 0) {
             Py_RETURN_NONE;
         }
-        Py_ssize_t body = body_size(i, key_size, value_size);
+        Py_ssize_t body = body_size(zigzag_size(i), key_size, value_size);
         total += zigzag_size(body) + body;
     }
     PyObject *encoded = PyBytes_FromStringAndSize(NULL, total);
@@ -586,7 +588,7 @@ static PyObject *encode_rows(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *key = NULL, *value = NULL;
         plain_row(PyList_GET_ITEM(rows, i), &key, &value);  /* true: the first pass checked every row */
-        out = write_zigzag(out, body_size(i, field_size(key), field_size(value)));
+        out = write_zigzag(out, body_size(zigzag_size(i), field_size(key), field_size(value)));
         *out++ = 0;  /* attributes */
         *out++ = 0;  /* timestamp delta */
         out = write_zigzag(out, i);
@@ -617,7 +619,7 @@ static PyObject *keyless_sizes(PyObject *self, PyObject *args) {
         return NULL;
     }
     for (Py_ssize_t i = 0; i < count; i++) {
-        Py_ssize_t body = 1 + 1 + OFFSET_DELTA_SIZE_MAX + 1 + field_size(PyList_GET_ITEM(values, i)) + 1;
+        Py_ssize_t body = body_size(OFFSET_DELTA_SIZE_MAX, field_size(Py_None), field_size(PyList_GET_ITEM(values, i)));
         PyObject *size = PyLong_FromSsize_t(zigzag_size(body) + body);
         if (size == NULL) {
             Py_DECREF(sizes);

@@ -11,14 +11,16 @@ At shutdown `end_streams()` stops every open stream from taking more requests:
 each answers what it has started and ends, so that the server's stop does not
 wait out its grace period for clients that keep their streams open for good
 (followers, consumers, producers). They find the partitions' new leaders, as
-after any broken stream.
+after any broken stream. Other streams that stay open (the metadata service's
+WatchMetadata) take part through `until_shutdown`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TypeVar
 
 from replog.rpc.request_metrics import REQUEST_DURATION
@@ -36,6 +38,16 @@ def end_streams() -> int:
     for stop in stops:
         stop()
     return len(stops)
+
+
+@contextlib.contextmanager
+def until_shutdown(stop: Callable[[], None]) -> Iterator[None]:
+    """For the length of the block, `end_streams()` calls `stop`: how a stream that stays open ends."""
+    _OPEN.add(stop)
+    try:
+        yield
+    finally:
+        _OPEN.discard(stop)
 
 
 async def answer_in_order(
@@ -82,18 +94,17 @@ async def answer_in_order(
             reader.cancel()  # no request in hand: nothing started is lost
 
     reader = asyncio.ensure_future(read())
-    _OPEN.add(stop)
     timer = REQUEST_DURATION.labels(rpc)
     try:
-        while (item := await started.get()) is not _END:
-            if isinstance(item, Exception):
-                raise item
-            arrived, answer = item
-            response = await answer
-            timer.observe(time.perf_counter() - arrived)
-            yield response
+        with until_shutdown(stop):
+            while (item := await started.get()) is not _END:
+                if isinstance(item, Exception):
+                    raise item
+                arrived, answer = item
+                response = await answer
+                timer.observe(time.perf_counter() - arrived)
+                yield response
     finally:
-        _OPEN.discard(stop)
         reader.cancel()
         while not started.empty():
             item = started.get_nowait()

@@ -80,9 +80,7 @@ class Authenticator:
             return claims.principal
         self._tokens.pop(token, None)
         claims = self._verified(token, now_s)
-        if len(self._tokens) >= TOKENS_CACHED_MAX:
-            self._tokens.clear()
-        self._tokens[token] = claims
+        _remember(self._tokens, token, claims)
         return claims.principal
 
     def _verified(self, token: str, now_s: float) -> Claims:
@@ -107,14 +105,17 @@ class Authenticator:
             except MappingError as error:
                 AUTHENTICATION_FAILURES.labels("unmapped_subject").inc()
                 raise AuthenticationError(str(error)) from None
-            if len(self._subjects) >= SUBJECTS_CACHED_MAX:
-                self._subjects.clear()
-            self._subjects[subject] = principal
+            _remember(self._subjects, subject, principal)
         return principal
 
 
-SUBJECTS_CACHED_MAX = 10_000
-TOKENS_CACHED_MAX = 10_000
+CACHED_MAX = 10_000  # subjects or tokens each service remembers; all are forgotten at once past this
+
+
+def _remember(cache: dict, key: str, value: Any) -> None:
+    if len(cache) >= CACHED_MAX:
+        cache.clear()
+    cache[key] = value
 
 
 def _bearer(metadata: Sequence[Any]) -> str | None:

@@ -201,7 +201,7 @@ class LogSegment:
             headers[-1].end - shift,
         )
         start = self.size_bytes
-        _write_all(self._fd, data, start)
+        write_all(self._fd, data, start)
         for header in headers:
             self._track(start + header.position - shift, header)
 
@@ -328,7 +328,7 @@ def _whole_batches_length(chunk: bytes, max_offset: int | None) -> int:
     return length
 
 
-def _write_all(fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
+def write_all(fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
     """Write every byte or none: a failed write is cut back off the file before the error goes up."""
     view = memoryview(data)
     written = 0

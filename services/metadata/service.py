@@ -17,7 +17,7 @@ from replog.core.errors import ErrorCode
 from replog.metadata import render
 from replog.metadata.image import MetadataImage, TopicImage
 from replog.metadata.topics import TopicFollower
-from replog.rpc import status
+from replog.rpc import status, streams
 from replog.rpc.coalesce import CoalescingJob
 from replog.zk.records import StateChanges
 from replog.zk.store import ControllerInfo, MetadataStore, Watched
@@ -57,7 +57,6 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
         self._written_ms = 0
         self._brokers_to_confirm = False
         self._watchers: set[asyncio.Event] = set()
-        self._stopping = False
 
     def add_to_server(self, server: grpc.aio.Server) -> Sequence[str]:
         metadata_pb2_grpc.add_MetadataServiceServicer_to_server(self, server)
@@ -75,11 +74,6 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
         self._notifications.watch_state_changes(self._on_state_changes)
 
     async def stop(self) -> None:
-        # Watch streams stay open for good: end them now, not when the server's grace period runs
-        # out; their clients move to another metadata service, as after any broken stream.
-        self._stopping = True
-        for wake in self._watchers:
-            wake.set()
         self._refresh.cancel()
         self._flush.cancel()
         await self._notifications.stop()
@@ -148,19 +142,27 @@ class MetadataProcess(metadata_pb2_grpc.MetadataServiceServicer):
                                "use another replica or poll Metadata", ErrorCode.POLICY_VIOLATION)
         follow = frozenset(request.topics)
         wake = asyncio.Event()
+        ended = False
+
+        def end() -> None:  # at shutdown: the client moves to another replica, as after any broken stream
+            nonlocal ended
+            ended = True
+            wake.set()
+
         self._watchers.add(wake)
         try:
-            sent = self.image
-            yield render.snapshot(sent, follow)
-            while True:
-                await wake.wait()
-                wake.clear()
-                if self._stopping:
-                    return
-                current = self.image
-                message = render.delta(sent, current, follow)
-                sent = current
-                if message is not None:
-                    yield message
+            with streams.until_shutdown(end):
+                sent = self.image
+                yield render.snapshot(sent, follow)
+                while True:
+                    await wake.wait()
+                    wake.clear()
+                    if ended:
+                        return
+                    current = self.image
+                    message = render.delta(sent, current, follow)
+                    sent = current
+                    if message is not None:
+                        yield message
         finally:
             self._watchers.discard(wake)

@@ -224,7 +224,7 @@ def test_append_rows_fills_the_open_batch_then_the_next_and_stops_where_told():
     size = record_size_bytes(None, b"v" * 50)
     acc = accumulator(batch_size=BATCH_OVERHEAD_BYTES + 3 * size)
     rows = [(None, b"v" * 50)] * 6
-    ends = list(itertools.accumulate([size] * 6))
+    ends = list(itertools.accumulate([size] * 6, initial=0))
     end, batch, opened = acc.append_rows(T0, rows, ends, 0, 6, 0.0)
     assert (end, opened, len(batch.rows)) == (3, True, 3)
     end, second, opened = acc.append_rows(T0, rows, ends, 3, 4, 0.0)
