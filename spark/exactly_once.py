@@ -36,6 +36,7 @@ from replog.client import (
     PreparedTransaction,
     Producer,
     ProducerFencedError,
+    TransactionAbortedError,
 )
 from replog.core.group.placement import OFFSETS_TOPIC
 from replog.core.topic_partition import TopicPartition
@@ -144,8 +145,8 @@ def end(bootstrap: str, security: ClientSecurity | None, prepared: Iterable[Prep
 def _commit(admin: Admin, transaction: PreparedTransaction) -> None:
     try:
         admin.end_transaction(transaction, commit=True)
-    except ProducerFencedError as error:
-        raise ProducerFencedError(
+    except (ProducerFencedError, TransactionAbortedError) as error:
+        raise type(error)(
             f"{error}. The task's transaction was aborted before the micro-batch could commit (the task ran "
             "again, e.g. speculatively, or the transaction outlived transactionTimeoutMs); none of its rows are "
             "visible: run the micro-batch again (restart the query), and the tasks that did commit write nothing "

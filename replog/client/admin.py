@@ -25,6 +25,7 @@ from replog.client.errors import (
     ClusterUnreachableError,
     ProducerFencedError,
     ServerUnsupportedError,
+    TransactionAbortedError,
     UnknownTopicError,
 )
 from replog.client.fetch_state import LIST_OFFSETS_TIMESTAMP
@@ -502,8 +503,8 @@ class Admin:
         decision can be made by another process (a two-phase commit's coordinator). Sent again after
         a retriable answer; ending one already ended the same way answers as the first time.
         ProducerFencedError when the transaction is no longer that producer's to end: a newer producer
-        of the id fenced it (and aborted the transaction), or its coordinator aborted it after the
-        transaction timeout."""
+        of the id fenced it (and aborted the transaction). TransactionAbortedError for a commit of a
+        transaction its coordinator aborted after the transaction timeout."""
         request = requests.end_txn_request(prepared.transactional_id, prepared.producer_id,
                                            prepared.producer_epoch, commit)
         response, _ = self._io.run(
@@ -519,8 +520,9 @@ class Admin:
                   f"{prepared.transactional_id!r} (producer {prepared.producer_id}, epoch {prepared.producer_epoch}) "
                   f"failed with {code.name}" + (f": {response.error_message}" if response.error_message else ""))
         if outcome is Reaction.FENCED:
-            raise ProducerFencedError(f"{detail}; a newer producer of the id fenced it, or it timed out, and it "
-                                      "was aborted", code)
+            raise ProducerFencedError(f"{detail}; a newer producer of the id fenced it, and it was aborted", code)
+        if commit and code is ErrorCode.TRANSACTION_ABORTABLE:
+            raise TransactionAbortedError(f"{detail}; none of its records or offsets are visible", code)
         raise AdminError(detail, code)
 
     def describe_producers(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition,

@@ -159,7 +159,8 @@ class TransactionStateError(ClientError):
 
 class TransactionAbortableError(ClientError):
     """The open transaction cannot commit (a batch failed for good, the coordinator would not add a
-    partition or the offsets): call abort_transaction(), then go on with a new transaction."""
+    partition or the offsets, or aborted the transaction after its timeout): call abort_transaction(),
+    then go on with a new transaction."""
 
 
 class TransactionAbortedError(ClientError):
@@ -167,8 +168,8 @@ class TransactionAbortedError(ClientError):
 
 
 class ProducerFencedError(ClientError):
-    """A newer producer with the same transactional id fenced this one (PRODUCER_FENCED or
-    INVALID_PRODUCER_EPOCH): the producer cannot be used any more; close it."""
+    """A newer producer with the same transactional id fenced this one (PRODUCER_FENCED): the producer
+    cannot be used any more; close it."""
 
 
 class TransactionFatalError(ClientError):

@@ -199,6 +199,12 @@ class TransactionManager:
         if what is Reaction.FENCED:
             error = ProducerFencedError(f"{error}; a newer producer with the same transactional id fenced this one: "
                                         "close it", code)
+        elif code is ErrorCode.INVALID_PRODUCER_EPOCH:
+            error = TransactionAbortableError(
+                f"{error}; the transaction ended under this producer: its coordinator aborted it after "
+                f"transaction_timeout_ms ({self._timeout_ms} ms), unless a newer producer with the same "
+                "transactional id fenced this one. abort_transaction() goes on with the next epoch, or raises "
+                "ProducerFencedError", code)
         self._fail(what, error)
 
     async def initialize(self, timeout_s: float) -> None:

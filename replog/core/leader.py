@@ -158,7 +158,7 @@ class LeaderRole:
             self._answer_retry(request, check.duplicate_of, now_ms)
             return
         if check is not None and check.error != ErrorCode.NONE:
-            self._answer(request, check.error)
+            self._answer(request, check.error, message=check.message)
             return
         base_offset = self._log.append_as_leader(request.records, request.record_count, self.leader_epoch,
                                                  request.producer, now_ms, request.marker)
@@ -181,9 +181,9 @@ class LeaderRole:
             index -= 1
         self._waiters.insert(index, waiter)
 
-    def _answer(self, request: ProduceRequest, error: ErrorCode, base_offset: int = -1) -> None:
+    def _answer(self, request: ProduceRequest, error: ErrorCode, base_offset: int = -1, message: str = "") -> None:
         if answers_produce(request.acks):
-            self._outbox.complete(CompleteProduce(request.request_id, error, base_offset))
+            self._outbox.complete(CompleteProduce(request.request_id, error, base_offset, message))
 
     # -- fetch ----------------------------------------------------------------
 

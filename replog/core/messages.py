@@ -246,6 +246,7 @@ class CompleteProduce:
     request_id: Any
     error: ErrorCode
     base_offset: int = -1
+    message: str = ""  # what was wrong, when the error alone does not say (a producer's epoch, ...)
 
 
 # ---- outputs: events for metrics and logs -----------------------------------

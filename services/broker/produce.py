@@ -83,7 +83,7 @@ async def answer_produce(pending: PendingProduce) -> broker_pb2.ProduceResponse:
     """Wait for each partition's acknowledgement and fill in the answer."""
     for result, waiter in pending.waits:
         completion = await asyncio.shield(waiter)
-        fill_produce_partition(result, completion.error, base_offset=completion.base_offset)
+        fill_produce_partition(result, completion.error, completion.message, base_offset=completion.base_offset)
     if pending.waits:
         metrics.REMOTE_TIME.labels("Produce").observe(time.perf_counter() - pending.appended_s)
     return pending.response

@@ -86,7 +86,7 @@ def test_coordinator_answers_kafka_retries_and_those_that_fence(request_kind):
     assert reaction(request_kind, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) is Reaction.RETRY
     assert reaction(request_kind, ErrorCode.CONCURRENT_TRANSACTIONS) is Reaction.RETRY
     assert reaction(request_kind, ErrorCode.PRODUCER_FENCED) is Reaction.FENCED
-    assert reaction(request_kind, ErrorCode.INVALID_PRODUCER_EPOCH) is Reaction.FENCED
+    assert reaction(request_kind, ErrorCode.INVALID_PRODUCER_EPOCH) is Reaction.ABORTABLE, "timed out (KIP-588)"
     assert reaction(request_kind, ErrorCode.INVALID_TXN_STATE) is Reaction.FATAL
     assert {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_COORDINATOR} <= retried(request_kind)
 
@@ -109,5 +109,8 @@ def test_an_end_the_coordinator_does_not_recognise_is_fatal_not_retried_forever(
 def test_a_batch_that_failed_for_good_is_abortable_unless_it_was_fenced():
     assert reaction(Request.PRODUCE, ErrorCode.NOT_ENOUGH_REPLICAS) is Reaction.ABORTABLE
     assert reaction(Request.PRODUCE, ErrorCode.INVALID_TXN_STATE) is Reaction.ABORTABLE
-    assert reaction(Request.PRODUCE, ErrorCode.INVALID_PRODUCER_EPOCH) is Reaction.FENCED
+    # An older epoch than the leader knows: the transaction ended under the producer (a timeout); the
+    # abort that follows finds out whether a newer producer fenced it (KIP-588).
+    assert reaction(Request.PRODUCE, ErrorCode.INVALID_PRODUCER_EPOCH) is Reaction.ABORTABLE
     assert reaction(Request.PRODUCE, ErrorCode.PRODUCER_FENCED) is Reaction.FENCED
+    assert reaction(Request.END_TXN, ErrorCode.TRANSACTION_ABORTABLE) is Reaction.ABORTABLE

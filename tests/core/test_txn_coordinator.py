@@ -117,9 +117,72 @@ def test_a_transaction_open_past_its_timeout_is_aborted_with_an_epoch_bump():
     c.take(c.core.tick(c.now_ms))
     assert c.state() is TxnState.PREPARE_ABORT
     assert any(isinstance(e, TransactionTimedOut) for e in c.events)
+    (markers,) = c.markers
+    assert not markers.commit and markers.producer_epoch == epoch + 1
     c.ack_all()
     assert c.state() is TxnState.COMPLETE_ABORT
+
+
+def timed_out(c: Coordinator) -> tuple[int, int]:
+    """The id and epoch of a producer whose transaction on T0 its coordinator aborted after the timeout."""
+    pid, epoch = started(c, T0)
+    c.now_ms += TIMEOUT_MS + 1
+    c.take(c.core.tick(c.now_ms))
+    c.ack_all()
+    assert c.state() is TxnState.COMPLETE_ABORT
+    return pid, epoch
+
+
+def test_a_producer_whose_transaction_timed_out_is_told_so_and_goes_on_once_it_aborts():
+    """KIP-588: a timeout is no fence; the producer's calls at its old epoch say the transaction was aborted,
+    and its abort is answered the bumped epoch, with which the next transaction commits."""
+    c = Coordinator()
+    pid, epoch = timed_out(c)
+    for late in (c.add(pid, epoch, T1), c.add(pid, epoch, T0, verify_only=True)):
+        assert late.error == ErrorCode.INVALID_PRODUCER_EPOCH and "transaction.timeout.ms" in late.message
+    assert c.core.add_offsets(AddOffsetsRequest("tx", pid, epoch, "g"), c.now_ms).response.error == \
+        ErrorCode.INVALID_PRODUCER_EPOCH
+    commit = c.end(pid, epoch, commit=True)
+    assert commit.error == ErrorCode.TRANSACTION_ABORTABLE and f"{TIMEOUT_MS} ms" in commit.message
+    assert c.state() is TxnState.COMPLETE_ABORT, "nothing written"
+    aborted = c.end(pid, epoch, commit=False)
+    assert (aborted.error, aborted.producer_id, aborted.producer_epoch) == (ErrorCode.NONE, pid, epoch + 1)
+    assert c.end(pid, epoch, commit=False).producer_epoch == epoch + 1, "a retry gets the same answer"
+    assert c.add(pid, epoch + 1, T1).error == ErrorCode.NONE
+    assert c.end(pid, epoch + 1, commit=True).error == ErrorCode.NONE
+    c.ack_all()
+    assert c.state() is TxnState.COMPLETE_COMMIT
+    assert c.end(pid, epoch, commit=False).error == ErrorCode.PRODUCER_FENCED, "two transactions late"
+
+
+def test_a_timed_out_producer_may_also_recover_with_init_producer_id():
+    c = Coordinator()
+    pid, epoch = timed_out(c)
+    again = c.init(producer_id=pid, producer_epoch=epoch)
+    assert (again.error, again.producer_id, again.producer_epoch) == (ErrorCode.NONE, pid, epoch + 1)
+
+
+def test_a_newer_instance_after_a_timeout_fences_the_timed_out_producer_for_good():
+    c = Coordinator()
+    pid, epoch = timed_out(c)
+    newer = c.init()
+    assert (newer.error, newer.producer_epoch) == (ErrorCode.NONE, epoch + 2)
+    assert c.add(pid, epoch, T1).error == ErrorCode.PRODUCER_FENCED
+    assert c.end(pid, epoch, commit=False).error == ErrorCode.PRODUCER_FENCED
     assert c.end(pid, epoch, commit=True).error == ErrorCode.PRODUCER_FENCED
+    assert c.init(producer_id=pid, producer_epoch=epoch).error == ErrorCode.PRODUCER_FENCED
+
+
+def test_a_timeout_at_the_last_epoch_fences_since_no_epoch_is_left_to_go_on_with():
+    c = Coordinator()
+    pid, _ = started(c)
+    c.core.replay(TxnRecord("tx", replace(c.core.get("tx"), producer_epoch=PRODUCER_EPOCH_MAX - 2)))
+    epoch = PRODUCER_EPOCH_MAX - 2
+    assert c.add(pid, epoch, T0).error == ErrorCode.NONE
+    c.now_ms += TIMEOUT_MS + 1
+    c.take(c.core.tick(c.now_ms))
+    c.ack_all()
+    assert c.end(pid, epoch, commit=False).error == ErrorCode.PRODUCER_FENCED
 
 
 def test_init_producer_id_hands_out_new_ids_and_bumps_epochs():

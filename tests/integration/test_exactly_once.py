@@ -221,7 +221,7 @@ def test_copiers_under_broker_and_copier_kills_copy_every_record_exactly_once(cl
 
 ZOMBIE = """
 import sys
-from replog.client import Producer, ProducerFencedError
+from replog.client import Producer, ProducerFencedError, TransactionAbortableError
 bootstrap, topic, name = sys.argv[1:4]
 with Producer(bootstrap, transactional_id=name, linger_ms=0) as producer:
     producer.init_transactions()
@@ -238,6 +238,13 @@ with Producer(bootstrap, transactional_id=name, linger_ms=0) as producer:
         producer.commit_transaction(60)
     except ProducerFencedError as error:
         outcome = "fenced: " + str(error)
+    except TransactionAbortableError:
+        # Kafka's loop: abort after an abortable error; the abort finds out whether this producer was fenced.
+        try:
+            producer.abort_transaction(60)
+            outcome = "aborted, and free to go on"
+        except ProducerFencedError as error:
+            outcome = "fenced: " + str(error)
     except Exception as error:
         outcome = type(error).__name__ + ": " + str(error)
     print(outcome, flush=True)

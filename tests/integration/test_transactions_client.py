@@ -16,9 +16,11 @@ from replog.client import (
     Producer,
     ProducerFencedError,
     TopicPartition,
+    TransactionAbortableError,
     TransactionAbortedError,
     TransactionStateError,
 )
+from replog.core.errors import ErrorCode
 from tests.integration.cluster import replog as cluster_command
 from tests.integration.cluster import started, wait_for
 
@@ -29,8 +31,10 @@ WAIT_S = 60
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """Three brokers; small internal topics start faster."""
+    """Three brokers; timed-out transactions are looked for twice a second; small internal topics start
+    faster."""
     yield from started(tmp_path_factory, "cluster", "--brokers", "3", "--controllers", "2",
+                       "--config", "transaction.abort.timed.out.transaction.cleanup.interval.ms=500",
                        "--config", "transaction.state.log.num.partitions=10",
                        "--config", "offsets.topic.num.partitions=10")
 
@@ -206,6 +210,41 @@ def test_a_second_producer_with_the_same_transactional_id_fences_the_first(boots
     finally:
         first.close(10)
     assert [r.value for r in read_all(bootstrap, tps, "read_committed", 1)] == [b"successor"]
+
+
+def test_a_producer_whose_transaction_timed_out_aborts_and_goes_on_without_being_fenced(bootstrap):
+    """KIP-588: a pause longer than transaction_timeout_ms costs the open transaction, not the producer."""
+    tps = create(bootstrap, "txn-paused", 1)
+    txn = "paused-writer"
+    with (Admin(bootstrap) as admin,
+          Producer(bootstrap, transactional_id=txn, linger_ms=1, transaction_timeout_ms=1_000) as producer):
+
+        def timed_out():
+            wait_for(lambda: admin.describe_transactions([txn])[0].state == "CompleteAbort", WAIT_S,
+                     "the coordinator's abort of the transaction past its timeout")
+
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send("txn-paused", b"timed-out-1", partition=0).result(30)
+        timed_out()
+        late = producer.send("txn-paused", b"late", partition=0)  # written with the old epoch: refused
+        with pytest.raises(TransactionAbortableError, match=r"transaction_timeout_ms \(1000 ms\)"):
+            producer.commit_transaction()
+        assert late.exception(30).error_code is ErrorCode.INVALID_PRODUCER_EPOCH
+        producer.abort_transaction()
+
+        producer.begin_transaction()
+        producer.send("txn-paused", b"timed-out-2", partition=0).result(30)
+        timed_out()
+        with pytest.raises(TransactionAbortableError, match=r"transaction.timeout.ms \(1000 ms\)"):
+            producer.commit_transaction()  # found by the commit itself this time
+        producer.abort_transaction()
+
+        producer.begin_transaction()
+        producer.send("txn-paused", b"after", partition=0)
+        producer.commit_transaction()
+
+    assert [r.value for r in read_all(bootstrap, tps, "read_committed", 1)] == [b"after"]
 
 
 def test_calls_out_of_order_are_refused_with_what_to_do(bootstrap):

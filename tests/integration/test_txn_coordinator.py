@@ -292,7 +292,8 @@ def test_a_new_producer_instance_fences_the_old_one_and_aborts_its_transaction(c
     assert f"producer {pid} epoch 0 fenced by a new instance" in log
 
 
-def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fenced(cluster, admin):
+def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_goes_on_once_it_aborts(cluster,
+                                                                                                         admin):
     txn, tp = "silent-app", TopicPartition(TOPIC, 1)
     before = stable_values(admin, cluster, tp)
     pid = init(cluster, txn, timeout_ms=2_000).producer_id
@@ -300,8 +301,17 @@ def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_fe
     assert produce(admin, cluster, tp, [b"never"], pid, 0, 0, txn) == ErrorCode.NONE
     aborted = wait_state(cluster, txn, "CompleteAbort", timeout_s=30)
     assert aborted.producer_epoch == 1
-    assert end(cluster, txn, pid, 0, commit=True).error_code == ErrorCode.PRODUCER_FENCED
-    assert stable_values(admin, cluster, tp) == before
+    # Back from its pause, the producer hears that its transaction was aborted, not that it was fenced.
+    assert produce(admin, cluster, tp, [b"late"], pid, 0, 1, txn, retry=False) == ErrorCode.INVALID_PRODUCER_EPOCH
+    commit = end(cluster, txn, pid, 0, commit=True)
+    assert commit.error_code == ErrorCode.TRANSACTION_ABORTABLE and "2000 ms" in commit.error_message
+    abort = end(cluster, txn, pid, 0, commit=False)
+    assert (abort.error_code, abort.producer_id, abort.producer_epoch) == (ErrorCode.NONE, pid, 1)
+    add(cluster, txn, pid, 1, {TOPIC: [1]})
+    assert produce(admin, cluster, tp, [b"after"], pid, 1, 0, txn) == ErrorCode.NONE
+    assert end(cluster, txn, pid, 1, commit=True).error_code == ErrorCode.NONE
+    wait_state(cluster, txn, "CompleteCommit")
+    assert stable_values(admin, cluster, tp) == before + [b"after"]
     assert "transaction passed its 2000 ms timeout" in cluster.log_text("broker", coordinator_of(cluster, txn)[0])
 
 

@@ -160,7 +160,9 @@ def test_a_new_instance_fences_the_old_one_whose_transaction_is_aborted():
         assert shown(sim, partition) == newer.sent[partition]
 
 
-def test_a_silent_producers_transaction_times_out_and_the_producer_starts_again():
+def test_a_silent_producers_transaction_times_out_and_the_producer_aborts_and_goes_on():
+    """KIP-588: the timeout aborts the transaction without fencing the producer, which learns it from the
+    refusals of its old epoch, aborts, and writes the next transaction at the epoch the abort hands it."""
     sim = txn_cluster(transaction_timeout_ms=1_500)
     client = producer(sim)
     attempt = client.begin({0: 1, 2: 1})
@@ -168,9 +170,11 @@ def test_a_silent_producers_transaction_times_out_and_the_producer_starts_again(
     client.go_silent(3_000)
     coordinator = sim.coordinator.core
     assert sim.run_until(lambda: coordinator.get("tx").state is TxnState.COMPLETE_ABORT, WAIT_MS)
-    assert sim.run_until(lambda: client.state == READY and client.fenced == 1, WAIT_MS)
-    assert attempt.outcome == "unknown"
-    assert transaction(sim, client, {0: 1}).outcome == "committed"
+    assert sim.run_until(lambda: attempt.outcome != "open" and client.state == READY, WAIT_MS)
+    assert (attempt.outcome, client.fenced) == ("aborted", 0)
+    next_one = transaction(sim, client, {0: 1})
+    assert next_one.outcome == "committed"
+    assert (next_one.producer_id, next_one.producer_epoch) == (attempt.producer_id, attempt.producer_epoch + 1)
     sim.heal_and_settle(SETTLE_MS)
     assert not any(value in attempt.sent[0] for value in shown(sim, 0))
 

@@ -12,10 +12,12 @@ offsets and never append them twice.
 protocol: InitProducerId, AddPartitionsToTxn, transactional batches (sequence
 numbers restart at 0 with every epoch), EndTxn commit or abort; the EndTxn
 answer names the next epoch. Lost calls are retried (a retried EndTxn is
-recognised by the coordinator). An error on a batch aborts the transaction;
-PRODUCER_FENCED (a fence, or a timeout's epoch bump) makes it start again
-with InitProducerId, unless a newer instance replaced it (a zombie), which
-then stops. `fault()` makes an instance go silent past its transaction
+recognised by the coordinator). An error on a batch aborts the transaction,
+and so does a commit the coordinator answers TRANSACTION_ABORTABLE (it
+aborted the transaction after its timeout): the abort's answer names the
+epoch to go on with (KIP-588). PRODUCER_FENCED makes it start again with
+InitProducerId, unless a newer instance replaced it (a zombie), which then
+stops. `fault()` makes an instance go silent past its transaction
 timeout, or be replaced by a new one with the same transactional id.
 
 `TxnCoordinatorNode` runs replog.core.txn's `TransactionCoordinator` as its
@@ -449,6 +451,9 @@ class TransactionalProducer(_Client):
                 self.sequencer.append(partition, payloads)
             self.sequencer.pump()
         elif isinstance(request, EndTxnRequest):
+            if error == ErrorCode.TRANSACTION_ABORTABLE and request.commit:
+                self._end(False)  # its coordinator aborted it after its timeout
+                return
             if error != ErrorCode.NONE:
                 self._fenced()
                 return

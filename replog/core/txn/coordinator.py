@@ -39,6 +39,15 @@ abort, timeout or fence, bumps the producer epoch, and the markers carry the
 bumped epoch. A write, an EndTxn or a marker of a transaction that has ended
 carries an older epoch than everything after it, and is refused: a late
 commit can no longer commit the next transaction (Jepsen's 2024 finding).
+
+A transaction aborted because it outlived its timeout does not fence its
+producer (KIP-588): the epoch it wrote with stays the one before the last
+bump, so the producer, told that its transaction was aborted
+(INVALID_PRODUCER_EPOCH for a write, TRANSACTION_ABORTABLE for a commit),
+aborts as it would after any abortable error and is answered the bumped
+epoch, as for a retry of that abort. A newer instance of the transactional id
+(InitProducerId without the old epoch) forgets that epoch, which fences the
+old producer for good.
 """
 
 from collections.abc import Iterable
@@ -49,7 +58,7 @@ from ..errors import ErrorCode
 from ..invariant import require
 from ..key_placement import partition_for
 from ..topic_partition import TopicPartition
-from .metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata
+from .metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata, epoch_exhausted
 from .records import TxnRecord
 from .requests import (
     OK,
@@ -150,6 +159,19 @@ def _refuse(error: ErrorCode, message: str) -> ProducerIdAndEpoch:
 def _fenced(transactional_id: str, producer_epoch: int, metadata: TransactionMetadata, refusal):
     return refusal(ErrorCode.PRODUCER_FENCED, f"epoch {producer_epoch} of {transactional_id!r} was fenced: producer "
                                               f"{metadata.producer_id} is at epoch {metadata.producer_epoch}")
+
+
+def _aborted_under(metadata: TransactionMetadata, producer_id: int, producer_epoch: int) -> bool:
+    """Whether the producer's epoch is the one just before the last bump, and that bump aborted its
+    transaction: the producer is still the id's and may go on once it aborts too (KIP-588)."""
+    return (metadata.state in (TxnState.PREPARE_ABORT, TxnState.COMPLETE_ABORT)
+            and (producer_id, producer_epoch) == _before_last_bump(metadata))
+
+
+def _timed_out_answer(metadata: TransactionMetadata, producer_epoch: int, error: ErrorCode, refusal):
+    return refusal(error, f"the transaction of {metadata.transactional_id!r} at epoch {producer_epoch} was aborted: "
+                          f"it was open longer than its transaction.timeout.ms ({metadata.timeout_ms} ms); abort "
+                          f"it (abort_transaction()) to go on at epoch {metadata.producer_epoch}")
 
 
 class TransactionCoordinator:
@@ -393,6 +415,10 @@ class TransactionCoordinator:
         if state in _ENDING and (request.producer_id, request.producer_epoch) == _before_last_bump(metadata):
             # A retry of the EndTxn that ended (or is ending) the last transaction.
             if (state in (TxnState.PREPARE_COMMIT, TxnState.COMPLETE_COMMIT)) != request.commit:
+                if request.commit:
+                    # Its producer never asked for the abort: the coordinator aborted it after its timeout.
+                    return batch.result(_timed_out_answer(metadata, request.producer_epoch,
+                                                          ErrorCode.TRANSACTION_ABORTABLE, _refuse))
                 return batch.result(_refuse(ErrorCode.INVALID_TXN_STATE,
                                             f"the transaction already ended the other way ({state.kafka_name})"))
             if state in _PREPARED:
@@ -431,12 +457,16 @@ class TransactionCoordinator:
             return ProducerIdAndEpoch(ErrorCode.NONE, "", next_producer_id, 0)
         return ProducerIdAndEpoch(ErrorCode.NONE, "", after.producer_id, after.producer_epoch)
 
-    def _fence_and_abort(self, metadata: TransactionMetadata, batch: _Batch, now_ms: int) -> None:
-        """Abort an ongoing transaction that its producer no longer owns (a newer instance started, or it
-        timed out): the epoch is bumped first, so the old producer's every later call is fenced, and the
-        epoch before is forgotten, so none of its calls counts as a retry."""
-        fenced = metadata.moved(TxnEvent.FENCE, now_ms, producer_epoch=metadata.producer_epoch + 1,
-                                last_producer_epoch=NO_PRODUCER_EPOCH)
+    def _fence_and_abort(self, metadata: TransactionMetadata, batch: _Batch, now_ms: int, *,
+                         timed_out: bool = False) -> None:
+        """Abort an ongoing transaction that its producer no longer owns (a newer instance started) or let
+        run past its timeout: the epoch is bumped first, so that nothing the producer sends with the old
+        one is written. A newer instance's fence forgets the epoch before, so none of the old producer's
+        calls counts as a retry; a timeout keeps it, so the producer may abort and go on (KIP-588), unless
+        the bump used the producer id's last epoch."""
+        bumped = metadata.producer_epoch + 1
+        remembered = metadata.producer_epoch if timed_out and not epoch_exhausted(bumped) else NO_PRODUCER_EPOCH
+        fenced = metadata.moved(TxnEvent.FENCE, now_ms, producer_epoch=bumped, last_producer_epoch=remembered)
         prepared = fenced.moved(TxnEvent.END_ABORT, now_ms)
         batch.write(prepared)
         self._send_or_complete(prepared, batch, now_ms)
@@ -494,7 +524,7 @@ class TransactionCoordinator:
             if (metadata.state is TxnState.ONGOING and not self._loading
                     and metadata.transactional_id not in self._unwritten
                     and metadata.start_timestamp_ms + metadata.timeout_ms < now_ms):
-                self._fence_and_abort(metadata, batch, now_ms)
+                self._fence_and_abort(metadata, batch, now_ms, timed_out=True)
                 batch.events.append(TransactionTimedOut(metadata.transactional_id, metadata.producer_id,
                                                         metadata.timeout_ms))
         return batch.result(None)
@@ -565,6 +595,8 @@ class TransactionCoordinator:
             return refusal(ErrorCode.INVALID_PRODUCER_ID_MAPPING,
                            f"producer id {producer_id} is not the one of {transactional_id!r}")
         if metadata.producer_epoch != producer_epoch:
+            if _aborted_under(metadata, producer_id, producer_epoch):
+                return _timed_out_answer(metadata, producer_epoch, ErrorCode.INVALID_PRODUCER_EPOCH, refusal)
             return _fenced(transactional_id, producer_epoch, metadata, refusal)
         if metadata.state in _PREPARED:
             return refusal(ErrorCode.CONCURRENT_TRANSACTIONS, f"{transactional_id!r} is completing a transaction; "

@@ -35,7 +35,7 @@ class TransactionMetadata:
     last_update_timestamp_ms: int
     partitions: frozenset[TopicPartition] = frozenset()
     start_timestamp_ms: int = -1  # when the current (or last) transaction began
-    last_producer_epoch: int = NO_PRODUCER_EPOCH  # the epoch before the last bump; -1 after a fence
+    last_producer_epoch: int = NO_PRODUCER_EPOCH  # the epoch before the last bump; -1 after a newer instance's fence
     previous_producer_id: int = NO_PRODUCER_ID  # the id before the last change of producer id
     next_producer_id: int = NO_PRODUCER_ID  # the id the producer moves to once this transaction ends
 

@@ -26,9 +26,10 @@ and what each answer of a coordinator or leader means to it (Kafka's Transaction
 A move the table does not list is the application's mistake (begin twice,
 commit without a transaction, send outside one): the producer refuses the call
 and stays where it was. An abortable error (a batch that failed for good, a
-partition or offsets the coordinator would not add) leaves only
-abort_transaction(); a fatal one (fenced by a newer producer with the same
-transactional id, a state the coordinator refuses) leaves only close(). While
+partition or offsets the coordinator would not add, a transaction its
+coordinator aborted after its timeout) leaves only abort_transaction(); a
+fatal one (fenced by a newer producer with the same transactional id, a state
+the coordinator refuses) leaves only close(). While
 aborting, errors of the batches being given up are expected and change nothing.
 
 PREPARED is the first phase of a two-phase commit (Kafka's KIP-939): every
@@ -126,7 +127,7 @@ class Reaction(enum.Enum):
 _FIND_AGAIN = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NETWORK_EXCEPTION})
 _RETRY = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS,
                     ErrorCode.REQUEST_TIMED_OUT})
-_FENCED = frozenset({ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH})
+_FENCED = frozenset({ErrorCode.PRODUCER_FENCED})
 
 # Per request, the errors that differ from the rules above (Kafka's handlers of each response).
 _SPECIAL: Mapping[Request, Mapping[ErrorCode, Reaction]] = {
@@ -170,16 +171,19 @@ def reaction(request: Request, code: ErrorCode) -> Reaction:
 
     NONE is done; coordinator moves are found again and retried; a coordinator
     still loading or ending the last transaction (CONCURRENT_TRANSACTIONS) is
-    waited out; PRODUCER_FENCED and INVALID_PRODUCER_EPOCH mean a newer producer
-    took the transactional id. A batch that failed for good (Produce) leaves the
-    transaction abortable. Whatever else a coordinator answers is fatal, as in
-    Kafka: the producer's view of its transaction can no longer be trusted.
+    waited out; PRODUCER_FENCED means a newer producer took the transactional
+    id. INVALID_PRODUCER_EPOCH (the transaction ended under the producer: its
+    coordinator aborted it after its timeout) and a batch that failed for good
+    leave the transaction abortable (KIP-588): the abort that follows tells
+    whether the producer may go on or was fenced. Whatever else a coordinator
+    answers is fatal, as in Kafka: the producer's view of its transaction can no
+    longer be trusted.
     """
     if code is ErrorCode.NONE:
         return Reaction.DONE
     if code in _FENCED:
         return Reaction.FENCED
-    if request is Request.PRODUCE:
+    if request is Request.PRODUCE or code is ErrorCode.INVALID_PRODUCER_EPOCH:
         return Reaction.ABORTABLE
     special = _SPECIAL[request].get(code)
     if special is not None:
