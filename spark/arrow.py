@@ -15,11 +15,9 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 from replog.core.txn.read_committed import AbortedFilter
-from replog.protocol import decode_body, iter_headers
-from replog.protocol.compression import Compression, decompress
+from replog.protocol import decode_section, iter_headers, records_section
 from replog.protocol.control import fetched_header
 from replog.protocol.header import BatchHeader
-from replog.protocol.layout import RECORDS_OFFSET
 
 try:
     from replog.protocol._records import decode_columns
@@ -85,13 +83,14 @@ class ColumnBuilder:
         headers = [h for h in headers if h.next_offset > first and h.base_offset < until]
         if not headers:
             return None
-        segments = [(_records_section(view, h), h.records_count, h.base_offset, h.base_timestamp,
+        sections = [records_section(view, h) for h in headers]
+        segments = [(section, h.records_count, h.base_offset, h.base_timestamp,
                      h.max_timestamp if h.is_log_append_time else None,
-                     LOG_APPEND_TIME if h.is_log_append_time else CREATE_TIME) for h in headers]
+                     LOG_APPEND_TIME if h.is_log_append_time else CREATE_TIME) for section, h in zip(sections, headers)]
         columns = decode_columns(segments, first, until) if decode_columns is not None else None
         if columns is not None and not (self.include_headers and columns[6]):
             return self._from_buffers(columns)
-        return self._from_records(view, headers, first, until)
+        return self._from_records(sections, headers, first, until)
 
     def _from_buffers(self, columns) -> pa.RecordBatch | None:
         rows, offsets, timestamps, types, key, value, _has_headers = columns
@@ -105,12 +104,14 @@ class ColumnBuilder:
             arrays.append(pa.array([[]] * rows, HEADERS_TYPE))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
-    def _from_records(self, view: memoryview, headers: list[BatchHeader], first: int,
+    def _from_records(self, sections: list, headers: list[BatchHeader], first: int,
                       until: int) -> pa.RecordBatch | None:
+        """The records decoded one by one (records with headers, or no compiled decoder); `sections` are
+        the batches' records sections, inflated once for both ways."""
         keys, values, offsets, timestamps, types, record_headers = [], [], [], [], [], []
-        for header in headers:
+        for section, header in zip(sections, headers):
             kind = LOG_APPEND_TIME if header.is_log_append_time else CREATE_TIME
-            for record in decode_body(view, header):
+            for record in decode_section(section, header):
                 if first <= record.offset < until:
                     keys.append(record.key)
                     values.append(record.value)
@@ -131,13 +132,6 @@ class ColumnBuilder:
     def _constants(self, rows: int) -> list[pa.Array]:
         return [pa.repeat(pa.scalar(self.topic, pa.string()), rows),
                 pa.repeat(pa.scalar(self.partition, pa.int32()), rows)]
-
-
-def _records_section(view: memoryview, header: BatchHeader):
-    payload = view[header.position + RECORDS_OFFSET:header.end]
-    if header.compression_id == Compression.NONE:
-        return payload
-    return decompress(header.compression, payload)
 
 
 def _binary(rows: int, column) -> pa.Array:

@@ -46,11 +46,13 @@ __all__ = [
     "ValidationResult",
     "decode_batch",
     "decode_body",
+    "decode_section",
     "encode_batch",
     "iter_batches",
     "iter_headers",
     "iter_records",
     "read_header",
+    "records_section",
     "stamp_batches",
     "validate_batches",
 ]
@@ -152,9 +154,25 @@ def decode_body(buf, header: BatchHeader, record_type: type[tuple] = Record, pre
 
     Raises CorruptBatchError when the records section is not sound.
     """
+    return decode_section(records_section(buf, header), header, record_type, prefix, suffix)
+
+
+def records_section(buf, header: BatchHeader):
+    """The records section of a checked batch: a view of `buf`, or, when the batch is compressed, the
+    section inflated. Raises CorruptBatchError when it does not inflate."""
     payload = buf[header.position + RECORDS_OFFSET : header.end]
+    if header.compression_id == Compression.NONE:
+        return payload
     try:
-        data = payload if header.compression_id == Compression.NONE else decompress(header.compression, payload)
+        return decompress(header.compression, payload)
+    except ValueError as exc:
+        raise CorruptBatchError(header.position, f"batch at byte {header.position}: {exc}") from exc
+
+
+def decode_section(data, header: BatchHeader, record_type: type[tuple] = Record, prefix: tuple = (),
+                   suffix: tuple = ()) -> list:
+    """decode_body's records from the batch's `records_section`, for a caller that has it already."""
+    try:
         if header.records_count * RECORD_SIZE_MIN > len(data):
             raise ValueError(f"{header.records_count} records cannot fit in {len(data)} bytes")
         timestamp_override = header.max_timestamp if header.is_log_append_time else None

@@ -18,7 +18,7 @@ from pyspark.sql.types import (  # noqa: E402
 )
 
 from replog.core.txn.markers import TxnMarker  # noqa: E402
-from replog.protocol import Compression, encode_batch  # noqa: E402
+from replog.protocol import Compression, compression, encode_batch  # noqa: E402
 from replog.protocol.control import marker_batch  # noqa: E402
 from replog.spark import arrow  # noqa: E402
 
@@ -75,6 +75,18 @@ def test_headers_come_along_when_asked_for_and_control_batches_never_do():
         [{"key": "trace", "value": b"1"}, {"key": "empty", "value": None}], []]
     assert with_headers.column("offset").to_pylist() == [0, 1]
     assert build(view).column("value").to_pylist() == [b"v", b"w"]
+
+
+def test_a_compressed_batch_with_headers_is_inflated_once(monkeypatch):
+    view = fetched(encode_batch([(b"k", b"v", [("trace", b"1")]), (None, b"w")], base_offset=0,
+                                compression=Compression.ZSTD))
+    inflated = []
+    inflate = compression._decompress
+    monkeypatch.setattr(compression, "_decompress", lambda *args: inflated.append(1) or inflate(*args))
+    batch = build(view, include_headers=True)
+    assert batch.column("headers").to_pylist() == [[{"key": "trace", "value": b"1"}], []]
+    assert batch.column("value").to_pylist() == [b"v", b"w"]
+    assert len(inflated) == 1
 
 
 def test_the_long_way_gives_the_same_batch(monkeypatch):
