@@ -9,6 +9,9 @@ and in one local[2] SparkSession times, `--runs` times each, median reported:
 - replog -> noop:       every column of every row read into Spark's noop sink (nothing written)
 - parquet -> noop:      the same from parquet: a ceiling that reads the columns, where count()
                         answers from the files' footers
+- replog offsets -> count(), replog values -> noop, parquet values -> noop: the same with the
+                        columns picked by .schema("offset long") / .schema("value binary") (a Python
+                        data source gets no column pruning) and parquet's select("value")
 - replog -> parquet:    the replog rows written to parquet on local disk
 - parquet -> parquet:   the parquet rows written again (Spark's own ceiling on this machine)
 - reader alone:         the tasks' reader (fetch from the leaders, decode into Arrow in C, Arrow's
@@ -99,14 +102,16 @@ def read_alone(bootstrap: str, topic: str) -> int:
 
 
 def batch_figures(spark, bootstrap: str, topic: str, records: int, runs: int, scratch: str) -> dict:
-    def source():
-        return spark.read.format("replog").option("bootstrap", bootstrap).option("subscribe", topic).load()
+    def source(schema: str | None = None):
+        reader = spark.read.format("replog") if schema is None else spark.read.format("replog").schema(schema)
+        return reader.option("bootstrap", bootstrap).option("subscribe", topic).load()
 
     base = os.path.join(scratch, "rows.parquet")
     source().write.mode("overwrite").parquet(base)
     assert spark.read.parquet(base).count() == records
-    counts: dict[str, list[float]] = {"replog_count": [], "parquet_count": [], "replog_noop": [],
-                                      "parquet_noop": [], "replog_to_parquet": [], "parquet_to_parquet": []}
+    counts: dict[str, list[float]] = {"replog_count": [], "replog_offset_count": [], "parquet_count": [],
+                                      "replog_noop": [], "parquet_noop": [], "replog_value_noop": [],
+                                      "parquet_value_noop": [], "replog_to_parquet": [], "parquet_to_parquet": []}
     out = os.path.join(scratch, "out.parquet")
     for _ in range(runs):
         counts["replog_count"].append(timed(lambda: source().count()))
@@ -114,6 +119,11 @@ def batch_figures(spark, bootstrap: str, topic: str, records: int, runs: int, sc
         counts["replog_noop"].append(timed(lambda: source().write.format("noop").mode("overwrite").save()))
         counts["parquet_noop"].append(timed(lambda: spark.read.parquet(base).write.format("noop")
                                             .mode("overwrite").save()))
+        counts["replog_offset_count"].append(timed(lambda: source("offset long").count()))
+        counts["replog_value_noop"].append(timed(lambda: source("value binary").write.format("noop")
+                                                 .mode("overwrite").save()))
+        counts["parquet_value_noop"].append(timed(lambda: spark.read.parquet(base).select("value").write
+                                                  .format("noop").mode("overwrite").save()))
         counts["replog_to_parquet"].append(timed(lambda: source().write.mode("overwrite").parquet(out)))
         counts["parquet_to_parquet"].append(timed(lambda: spark.read.parquet(base).write.mode("overwrite")
                                                   .parquet(out)))
@@ -121,8 +131,12 @@ def batch_figures(spark, bootstrap: str, topic: str, records: int, runs: int, sc
     figures = {name: median_rate(records, seconds) for name, seconds in counts.items()}
     figures["count_ratio"] = round(figures["replog_count"]["records_per_s"]
                                    / figures["parquet_count"]["records_per_s"], 3)
+    figures["offset_count_ratio"] = round(figures["replog_offset_count"]["records_per_s"]
+                                          / figures["parquet_count"]["records_per_s"], 3)
     figures["noop_ratio"] = round(figures["replog_noop"]["records_per_s"]
                                   / figures["parquet_noop"]["records_per_s"], 3)
+    figures["value_noop_ratio"] = round(figures["replog_value_noop"]["records_per_s"]
+                                        / figures["parquet_value_noop"]["records_per_s"], 3)
     figures["write_ratio"] = round(figures["replog_to_parquet"]["records_per_s"]
                                    / figures["parquet_to_parquet"]["records_per_s"], 3)
     return figures

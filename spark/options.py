@@ -140,6 +140,7 @@ class SourceOptions:
     isolation_level: str = "read_uncommitted"
     poll_timeout_ms: int = POLL_TIMEOUT_MS
     security: Security = Security()
+    columns: tuple[str, ...] | None = None  # the columns a .schema(...) picked, in its order; None: all
 
 
 @dataclass(frozen=True)

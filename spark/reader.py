@@ -66,7 +66,11 @@ def read_range(options: SourceOptions, partition: RangePartition) -> Iterator:
         fail_on_data_loss=options.fail_on_data_loss, poll_timeout_ms=options.poll_timeout_ms),
         options.security.client_security())
     try:
-        yield from reader.read(TopicPartition(partition.topic, partition.partition), partition.start, partition.until)
+        batches = reader.read(TopicPartition(partition.topic, partition.partition), partition.start, partition.until)
+        if options.columns is None:
+            yield from batches
+        else:
+            yield from (batch.select(options.columns) for batch in batches)
     finally:
         reader.close()
 

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
 from replog.spark.arrow import arrow_schema, spark_schema
 from replog.spark.offsets import check_reachable
-from replog.spark.options import OptionError, SinkOptions, sink_options, source_options, wants_headers
+from replog.spark.options import (
+    OptionError,
+    SinkOptions,
+    SourceOptions,
+    sink_options,
+    source_options,
+    wants_headers,
+)
 from replog.spark.reader import ReplogBatchReader, ReplogStreamReader
 from replog.spark.writer import Columns, ReplogBatchWriter, ReplogStreamWriter, sink_columns
 
@@ -27,14 +35,12 @@ class ReplogDataSource(DataSource):
         return spark_schema(wants_headers(self.options))
 
     def reader(self, schema: StructType) -> ReplogBatchReader:
-        options = source_options(self.options, streaming=False)
-        _check_schema(schema, options.include_headers)
+        options = _with_columns(source_options(self.options, streaming=False), schema)
         log.info("reading %s from %s over %s", options.subscription, options.bootstrap, options.security)
         return ReplogBatchReader(options)
 
     def streamReader(self, schema: StructType) -> ReplogStreamReader:
-        options = source_options(self.options, streaming=True)
-        _check_schema(schema, options.include_headers)
+        options = _with_columns(source_options(self.options, streaming=True), schema)
         log.info("streaming %s from %s over %s", options.subscription, options.bootstrap, options.security)
         return ReplogStreamReader(options)
 
@@ -55,12 +61,28 @@ def _planned_write(given, schema: StructType, overwrite: bool) -> tuple[SinkOpti
     return options, columns
 
 
-def _check_schema(schema: StructType, include_headers: bool) -> None:
+def _with_columns(options: SourceOptions, schema: StructType) -> SourceOptions:
+    """The options with the columns a read's schema asks for: the whole row schema (the default), or
+    some of its columns, named as in it and of its types, in any order (`.schema("value binary")`), so
+    that only those are handed to Spark."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    if not to_arrow_schema(schema, timezone="UTC").equals(arrow_schema(include_headers)):
-        raise OptionError(f"replog rows have a fixed schema, {spark_schema(include_headers)}; drop the "
-                          f".schema(...) given ({schema.simpleString()})")
+    full = arrow_schema(options.include_headers)
+    given = to_arrow_schema(schema, timezone="UTC")
+    if given.equals(full):
+        return options
+    for field in given:
+        index = full.get_field_index(field.name)
+        if index < 0 or not full.field(index).equals(field):
+            headers = "" if options.include_headers else ' (headers with .option("includeHeaders", "true"))'
+            picked = f"{field.name} {schema[field.name].dataType.simpleString()}"
+            raise OptionError(f"a replog read's .schema(...) picks columns of its rows, "
+                              f"{spark_schema(options.include_headers)}{headers}, by name and type; {picked} is not "
+                              f"one (given: {schema.simpleString()})")
+    if len(set(given.names)) != len(given.names) or not given.names:
+        raise OptionError(f"a replog read's .schema(...) names each column it picks once, and at least one "
+                          f"(given: {schema.simpleString()})")
+    return replace(options, columns=tuple(given.names))
 
 
 def _refuse_overwrite(overwrite: bool) -> None:

@@ -41,6 +41,28 @@ def test_a_batch_read_returns_exactly_the_produced_rows(spark, bootstrap, orders
     assert {r.topic for r in df.select("topic").distinct().collect()} == {"orders"}
 
 
+def test_a_schema_picks_the_columns_spark_is_handed(spark, bootstrap, orders):
+    df = (spark.read.format("replog").schema("value binary, offset long").option("bootstrap", bootstrap)
+          .option("subscribe", "orders").load())
+    assert df.columns == ["value", "offset"]
+    got = sorted((r.offset, r.value) for r in df.collect())
+    assert got == sorted((m.offset, v) for m, _, v in orders)
+
+
+@pytest.mark.parametrize("schema, says", [
+    ("value string", "value string is not one"),
+    ("value binary, price double", "price double is not one"),
+    ("headers array<struct<key:string,value:binary>>", 'headers with .option("includeHeaders", "true")'),
+])
+def test_a_schema_that_is_not_columns_of_the_rows_is_refused_before_any_task_starts(spark, bootstrap, orders,
+                                                                                  schema, says):
+    reader = spark.read.format("replog").schema(schema).option("bootstrap", bootstrap).option("subscribe", "orders")
+    with pytest.raises(Exception) as failure:
+        reader.load().count()
+    assert "OptionError: a replog read's .schema(...) picks columns of its rows" in str(failure.value)
+    assert says in str(failure.value)
+
+
 def test_json_offsets_pick_per_partition_ranges(spark, bootstrap, orders):
     df = replog(spark, bootstrap, subscribe="orders", startingOffsets=json.dumps({"orders": {"0": 5, "1": -2}}),
                 endingOffsets=json.dumps({"orders": {"0": 10, "1": 3, "2": -1}}))
