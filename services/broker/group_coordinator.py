@@ -148,7 +148,7 @@ class GroupCoordinators(CoordinatorShards[GroupCoordinatorShard]):
         driver = shard.driver
         producer = ProducerAppend(request.producer_id, request.producer_epoch, 0, 0, transactional=True)
         if driver.replica.needs_verification(producer):
-            error = await verify(self._partitions, driver, request.transactional_id, producer)
+            error, _ = await verify(self._partitions, driver, request.transactional_id, producer)
             if error != ErrorCode.NONE:
                 raise CoordinatorError(*coordinator_error(error, self.kind))
             shard = self.shard_of(request.group_id)  # still this broker's, after the wait?

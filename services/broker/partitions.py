@@ -39,11 +39,13 @@ GAUGE_INTERVAL_S = 1.0
 
 __all__ = ["Partitions", "TopicSettings", "now_ms"]
 
-VerifyTransaction = Callable[[str, ProducerAppend, TopicPartition], Awaitable[ErrorCode]]
+# The produce answer to a transactional batch's verification: its error, and what the error alone does not say.
+VerifyTransaction = Callable[[str, ProducerAppend, TopicPartition], Awaitable[tuple[ErrorCode, str]]]
 
 
-async def _no_coordinator(transactional_id: str, producer: ProducerAppend, key: TopicPartition) -> ErrorCode:
-    return ErrorCode.NOT_ENOUGH_REPLICAS  # retriable: the broker is still starting
+async def _no_coordinator(transactional_id: str, producer: ProducerAppend,
+                          key: TopicPartition) -> tuple[ErrorCode, str]:
+    return ErrorCode.NOT_ENOUGH_REPLICAS, "the broker is still starting; retry"  # retriable
 
 
 class Partitions:
@@ -75,7 +77,7 @@ class Partitions:
         # Hears every marker a partition led here appended (the group coordinators complete the
         # offsets a transaction committed in __consumer_offsets).
         self.marker_appended: Callable[[PartitionDriver, TxnMarker], None] = lambda driver, marker: None
-        self.verifications: dict[tuple[TopicPartition, int, int], asyncio.Future[ErrorCode]] = {}
+        self.verifications: dict[tuple[TopicPartition, int, int], asyncio.Future[tuple[ErrorCode, str]]] = {}
         self.fetch_waiters = FetchWaiters()
         self._checkpointing: asyncio.Task[None] | None = None
         self._ticker = Ticker(self._tick, [

@@ -140,10 +140,10 @@ def _submit(partitions: Partitions, driver: PartitionDriver, produce: ProduceReq
 
 
 async def verify(partitions: Partitions, driver: PartitionDriver, transactional_id: str,
-                 producer: ProducerAppend) -> ErrorCode:
+                 producer: ProducerAppend) -> tuple[ErrorCode, str]:
     """KIP-890: ask the transactional id's coordinator whether the partition is in the producer's ongoing
-    transaction at this epoch, and note its yes on the partition. Writes of the same producer, epoch and
-    partition arriving meanwhile wait for the same answer."""
+    transaction at this epoch, and note its yes on the partition; the produce answer and why. Writes of the
+    same producer, epoch and partition arriving meanwhile wait for the same answer."""
     asking = (driver.topic_partition, producer.producer_id, producer.producer_epoch)
     verification = partitions.verifications.get(asking)
     if verification is None:
@@ -151,13 +151,13 @@ async def verify(partitions: Partitions, driver: PartitionDriver, transactional_
             partitions.verify_transaction(transactional_id, producer, driver.topic_partition))
         partitions.verifications[asking] = verification
         verification.add_done_callback(lambda _: partitions.verifications.pop(asking, None))
-    error = await asyncio.shield(verification)
+    error, message = await asyncio.shield(verification)
     if error != ErrorCode.NONE:
-        log.info("%s: transactional id %r (producer %d epoch %d) not verified: %s", driver.name, transactional_id,
-                 producer.producer_id, producer.producer_epoch, error.name)
+        log.info("%s: transactional id %r (producer %d epoch %d) not verified: %s (%s)", driver.name,
+                 transactional_id, producer.producer_id, producer.producer_epoch, error.name, message)
     elif driver.is_leader:
         driver.replica.verified(producer, now_ms())
-    return error
+    return error, message
 
 
 async def _verify_then_append(partitions: Partitions, driver: PartitionDriver, transactional_id: str,
@@ -165,9 +165,9 @@ async def _verify_then_append(partitions: Partitions, driver: PartitionDriver, t
     """The first batch of a transaction on a partition is appended only once its coordinator says the
     partition is in the producer's ongoing transaction: no late write opens a transaction no marker will
     close. Batches of the same producer waiting together are appended in the order they came."""
-    error = await verify(partitions, driver, transactional_id, produce.producer)
+    error, message = await verify(partitions, driver, transactional_id, produce.producer)
     if error != ErrorCode.NONE:
-        return CompleteProduce(produce.request_id, error)
+        return CompleteProduce(produce.request_id, error, message=message)
     waiter = _submit(partitions, driver, produce, now_ms())
     if waiter is None:
         return CompleteProduce(produce.request_id, ErrorCode.NONE)

@@ -40,13 +40,14 @@ class TransactionVerifier:
         self._coordinators = coordinators
         self._channels = channels
 
-    async def __call__(self, transactional_id: str, producer: ProducerAppend, key: TopicPartition) -> ErrorCode:
-        """The produce answer to the batch: NONE when the coordinator verified the partition."""
+    async def __call__(self, transactional_id: str, producer: ProducerAppend,
+                       key: TopicPartition) -> tuple[ErrorCode, str]:
+        """The produce answer to the batch, and why: NONE when the coordinator verified the partition."""
         request = AddPartitionsRequest(transactional_id, producer.producer_id, producer.producer_epoch,
                                        frozenset({key}), verify_only=True)
         answer = await self._ask(request)
         error = answer.error if answer.error != ErrorCode.NONE else answer.results.get(key, ErrorCode.INVALID_TXN_STATE)
-        return produce_error(error)[0]
+        return produce_error(error, answer.message)
 
     async def _ask(self, request: AddPartitionsRequest) -> AddPartitionsResponse:
         metadata = self._partitions.metadata

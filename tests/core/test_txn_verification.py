@@ -20,8 +20,16 @@ from replog.core.txn.verification import produce_error
     (ErrorCode.PRODUCER_FENCED, ErrorCode.PRODUCER_FENCED),
     (ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
     (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.CONCURRENT_TRANSACTIONS),
+    (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.INVALID_PRODUCER_EPOCH),
 ])
 def test_the_produce_answer_to_each_coordinator_answer(answer, expected):
     error, message = produce_error(answer)
     assert error == expected
     assert bool(message) == (expected != ErrorCode.NONE)
+
+
+def test_the_coordinators_reason_reaches_the_producer():
+    reason = "the transaction of 'tx' at epoch 0 was aborted: it was open longer than its transaction.timeout.ms"
+    error, message = produce_error(ErrorCode.INVALID_PRODUCER_EPOCH, reason)
+    assert (error, message) == (ErrorCode.INVALID_PRODUCER_EPOCH, f"the transaction coordinator refused: {reason}")
+    assert produce_error(ErrorCode.PRODUCER_FENCED)[1] == "the transaction coordinator refused: PRODUCER_FENCED"

@@ -13,8 +13,9 @@ The coordinator's answer becomes the produce answer as Kafka 4 maps it:
     NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,           NOT_ENOUGH_REPLICAS: retriable, and it
     COORDINATOR_NOT_AVAILABLE, NETWORK_EXCEPTION,            sends the producer to no metadata refresh
     REQUEST_TIMED_OUT (no answer)
-    anything else (PRODUCER_FENCED,                          the same
-    INVALID_PRODUCER_ID_MAPPING, CONCURRENT_TRANSACTIONS)
+    anything else (PRODUCER_FENCED,                          the same, with the coordinator's message
+    INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING,
+    CONCURRENT_TRANSACTIONS)
 """
 
 from ..errors import ErrorCode
@@ -25,8 +26,9 @@ _NOT_VERIFIED_YET = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_
                                ErrorCode.REQUEST_TIMED_OUT})
 
 
-def produce_error(coordinator_answer: ErrorCode) -> tuple[ErrorCode, str]:
-    """The produce answer to a batch whose verification the coordinator answered so, and why."""
+def produce_error(coordinator_answer: ErrorCode, message: str = "") -> tuple[ErrorCode, str]:
+    """The produce answer to a batch whose verification the coordinator answered so (with `message`), and
+    why."""
     if coordinator_answer == ErrorCode.NONE:
         return ErrorCode.NONE, ""
     if coordinator_answer in _NOT_ADDED:
@@ -34,4 +36,4 @@ def produce_error(coordinator_answer: ErrorCode) -> tuple[ErrorCode, str]:
     if coordinator_answer in _NOT_VERIFIED_YET:
         return (ErrorCode.NOT_ENOUGH_REPLICAS, "the transaction coordinator could not verify the partition yet "
                                                f"({coordinator_answer.name}); retry")
-    return coordinator_answer, f"the transaction coordinator refused: {coordinator_answer.name}"
+    return coordinator_answer, f"the transaction coordinator refused: {message or coordinator_answer.name}"
