@@ -187,6 +187,19 @@ def test_a_prepared_transaction_outlives_its_producer_until_another_process_ends
     assert len(read_all(bootstrap, tps, "read_committed", 3)) == 3
     assert read_all(bootstrap, tps, "read_uncommitted", 4)[-1].value == b"fenced"
 
+    with Producer(bootstrap, transactional_id="prepared-writer", linger_ms=1,
+                  transaction_timeout_ms=1_000) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send("txn-prepared", b"timed out", partition=0)
+        prepared = producer.prepare_transaction()
+    with Admin(bootstrap) as admin:
+        wait_for(lambda: admin.describe_transactions(["prepared-writer"])[0].state == "CompleteAbort", WAIT_S,
+                 "the coordinator's abort of the prepared transaction past its timeout")
+        with pytest.raises(TransactionAbortedError, match="transaction.timeout.ms"):
+            admin.end_transaction(prepared, commit=True)
+    assert len(read_all(bootstrap, tps, "read_committed", 3)) == 3
+
 
 def test_a_second_producer_with_the_same_transactional_id_fences_the_first(bootstrap):
     tps = create(bootstrap, "txn-fenced", 1)
