@@ -353,10 +353,11 @@ _TRANSACTION_ERRORS = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRO
                                  ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER})
 
 
-def coordinator_error(error: ErrorCode, kind: str) -> tuple[ErrorCode, str]:
-    """What a failed write of a coordinator's records means to the client (as Kafka maps it)."""
+def coordinator_error(error: ErrorCode, kind: str, reason: str = "") -> tuple[ErrorCode, str]:
+    """What a failed write of a coordinator's records means to the client (as Kafka maps it); `reason` is
+    what the refusal said, when it said more than its error."""
     if error in _TRANSACTION_ERRORS:
-        return error, f"the transactional write was refused: {error.name}"
+        return error, reason or f"the transactional write was refused: {error.name}"
     if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
         return ErrorCode.NOT_COORDINATOR, f"this broker stopped coordinating the {kind}; find its coordinator again"
     if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):

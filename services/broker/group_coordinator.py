@@ -148,9 +148,9 @@ class GroupCoordinators(CoordinatorShards[GroupCoordinatorShard]):
         driver = shard.driver
         producer = ProducerAppend(request.producer_id, request.producer_epoch, 0, 0, transactional=True)
         if driver.replica.needs_verification(producer):
-            error, _ = await verify(self._partitions, driver, request.transactional_id, producer)
+            error, reason = await verify(self._partitions, driver, request.transactional_id, producer)
             if error != ErrorCode.NONE:
-                raise CoordinatorError(*coordinator_error(error, self.kind))
+                raise CoordinatorError(*coordinator_error(error, self.kind, reason))
             shard = self.shard_of(request.group_id)  # still this broker's, after the wait?
             driver = shard.driver
         data, producer = _transactional_batch(driver, request, result.records)
@@ -166,7 +166,7 @@ class GroupCoordinators(CoordinatorShards[GroupCoordinatorShard]):
                                        producer_epoch=request.producer_epoch))
         completion = await waiter
         if completion.error != ErrorCode.NONE:
-            raise CoordinatorError(*coordinator_error(completion.error, self.kind))
+            raise CoordinatorError(*coordinator_error(completion.error, self.kind, completion.message))
         return result.response
 
     def marker_appended(self, driver: PartitionDriver, marker: TxnMarker) -> None:

@@ -157,6 +157,11 @@ def test_a_stable_offset_lookup_waits_for_the_transaction_that_commits_it(bootst
         assert admin.list_group_offsets("stable-reader", source, require_stable=True)[source[0]].offset == 5
 
 
+def wait_timed_out(admin: Admin, transactional_id: str) -> None:
+    wait_for(lambda: admin.describe_transactions([transactional_id])[0].state == "CompleteAbort", WAIT_S,
+             f"the coordinator's abort of {transactional_id}'s transaction past its timeout")
+
+
 def test_a_prepared_transaction_outlives_its_producer_until_another_process_ends_it(bootstrap):
     tps = create(bootstrap, "txn-prepared", 1)
     with Producer(bootstrap, transactional_id="prepared-writer", linger_ms=1) as producer:
@@ -194,8 +199,7 @@ def test_a_prepared_transaction_outlives_its_producer_until_another_process_ends
         producer.send("txn-prepared", b"timed out", partition=0)
         prepared = producer.prepare_transaction()
     with Admin(bootstrap) as admin:
-        wait_for(lambda: admin.describe_transactions(["prepared-writer"])[0].state == "CompleteAbort", WAIT_S,
-                 "the coordinator's abort of the prepared transaction past its timeout")
+        wait_timed_out(admin, "prepared-writer")
         with pytest.raises(TransactionAbortedError, match="transaction.timeout.ms"):
             admin.end_transaction(prepared, commit=True)
     assert len(read_all(bootstrap, tps, "read_committed", 3)) == 3
@@ -232,14 +236,10 @@ def test_a_producer_whose_transaction_timed_out_aborts_and_goes_on_without_being
     with (Admin(bootstrap) as admin,
           Producer(bootstrap, transactional_id=txn, linger_ms=1, transaction_timeout_ms=1_000) as producer):
 
-        def timed_out():
-            wait_for(lambda: admin.describe_transactions([txn])[0].state == "CompleteAbort", WAIT_S,
-                     "the coordinator's abort of the transaction past its timeout")
-
         producer.init_transactions()
         producer.begin_transaction()
         producer.send("txn-paused", b"timed-out-1", partition=0).result(30)
-        timed_out()
+        wait_timed_out(admin, txn)
         late = producer.send("txn-paused", b"late", partition=0)  # written with the old epoch: refused
         with pytest.raises(TransactionAbortableError, match=r"transaction_timeout_ms \(1000 ms\)"):
             producer.commit_transaction()
@@ -248,7 +248,7 @@ def test_a_producer_whose_transaction_timed_out_aborts_and_goes_on_without_being
 
         producer.begin_transaction()
         producer.send("txn-paused", b"timed-out-2", partition=0).result(30)
-        timed_out()
+        wait_timed_out(admin, txn)
         with pytest.raises(TransactionAbortableError, match=r"transaction.timeout.ms \(1000 ms\)"):
             producer.commit_transaction()  # found by the commit itself this time
         producer.abort_transaction()

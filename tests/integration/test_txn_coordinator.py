@@ -303,6 +303,12 @@ def test_a_transaction_left_open_past_its_timeout_is_aborted_and_its_producer_go
     assert aborted.producer_epoch == 1
     # Back from its pause, the producer hears that its transaction was aborted, not that it was fenced.
     assert produce(admin, cluster, tp, [b"late"], pid, 0, 1, txn, retry=False) == ErrorCode.INVALID_PRODUCER_EPOCH
+    offsets = call(cluster, "silent-group", "TxnOffsetCommit", cp.TxnOffsetCommitRequest(
+        transactional_id=txn, group_id="silent-group", producer_id=pid, producer_epoch=0, member_epoch=-1,
+        topics=[cp.OffsetCommitTopic(topic=TOPIC, partitions=[cp.OffsetCommitPartition(
+            partition=1, committed_offset=1, committed_leader_epoch=-1)])]), key_type=cp.COORDINATOR_TYPE_GROUP)
+    refused = offsets.topics[0].partitions[0]
+    assert refused.error_code == ErrorCode.INVALID_PRODUCER_EPOCH and "2000 ms" in refused.error_message
     commit = end(cluster, txn, pid, 0, commit=True)
     assert commit.error_code == ErrorCode.TRANSACTION_ABORTABLE and "2000 ms" in commit.error_message
     abort = end(cluster, txn, pid, 0, commit=False)
