@@ -30,10 +30,10 @@ def create(admin, name: str, partitions: int, replication_factor: int = 3, **con
     return name
 
 
-def read_all(bootstrap: str, topic: str, partitions: int, count: int) -> list:
+def read_all(bootstrap: str, topic: str, partitions: int, count: int, isolation_level: str = "read_uncommitted") -> list:
     """Every record of the topic, from the beginning, once `count` of them are there."""
     records = []
-    with Consumer(bootstrap, auto_offset_reset="earliest") as consumer:
+    with Consumer(bootstrap, auto_offset_reset="earliest", isolation_level=isolation_level) as consumer:
         consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
 
         def all_read():
@@ -93,6 +93,33 @@ def test_send_many_hands_over_records_in_bulk_spread_over_the_partitions_in_stic
     records = read_all(bootstrap, topic, partitions, count)
     assert sorted(r.value for r in records) == sorted(b"value-%d" % i for i in range(count))
     assert len({r.partition for r in records}) > 1, "16 KB runs moved on to other partitions"
+
+def test_node_transactions_commit_abort_and_fence_and_read_committed_shows_only_the_committed(admin, bootstrap):
+    topic, partitions, count = create(admin, "node-txn", 3), 3, 100
+    summary = json.loads(run_node(script("transactions.js"), bootstrap, topic, str(partitions), "node-txn-group",
+                                  timeout_s=PRODUCE_DEADLINE_S).stdout.splitlines()[-1])
+    committed = {f"b-{i}" for i in range(count)} | {f"a-{i}" for i in range(count)} | {"z"}
+
+    node_read = [tuple(r) for r in summary["committed"]]
+    assert sorted(v for _, _, v in node_read) == sorted(committed), "each committed record once, nothing else"
+    for p in range(partitions):
+        offsets = [o for part, o, _ in node_read if part == p]
+        assert offsets == sorted(offsets), f"partition {p} in offset order"
+    python_read = read_all(bootstrap, topic, partitions, len(committed), isolation_level="read_committed")
+    assert sorted(node_read) == sorted((r.partition, r.offset, r.value.decode()) for r in python_read)
+    assert summary["abortedRecordsDropped"] >= count + 1
+
+    uncommitted = {v for _, _, v in summary["uncommitted"]}
+    assert {f"aborted-{i}" for i in range(count)} | {"fenced"} | committed == uncommitted
+
+    assert summary["sendBeforeInit"] == "TransactionStateError"
+    assert summary["sendOutsideTransaction"] == "TransactionStateError"
+    assert summary["fencedCommit"] == "ProducerFencedError" and summary["fencedIsProducerFencedError"]
+    assert "IN_TRANSACTION" in summary["beginTwice"]
+    assert summary["aMetrics"]["transactionsCommitted"] == 1 and summary["aMetrics"]["transactionsAborted"] == 1
+    offsets = admin.list_group_offsets("node-txn-group", require_stable=True)
+    assert {tp: o.offset for tp, o in offsets.items()} == {TopicPartition(topic, 0): 42}
+
 
 class Member:
     """A group member process (Python's tests/integration/group_member.py or Node's twin) and its journal."""

@@ -3,6 +3,8 @@
 // (subscribe); poll() fetches from every leader at once, decodes the batches and hands back the
 // records from each partition's position on, reading below the high watermark. Positions start
 // from the group's committed offsets, else from autoOffsetReset (ListOffsets at the leader).
+// With isolationLevel 'read_committed' it reads below the last stable offset and drops the
+// records of aborted transactions, using the aborted transactions each Fetch answer lists.
 
 const { Cluster, unary, sleep } = require('./cluster');
 const { STALE_LEADER, ReplogError, errorName } = require('./errors');
@@ -10,6 +12,7 @@ const { GroupMember } = require('./group');
 const { partitionKey, splitKey } = require('./membership');
 const { decodeBatches } = require('./records');
 const { makeLogger } = require('./logger');
+const { AbortedTransactions } = require('./transactions');
 
 const DEFAULTS = Object.freeze({
   groupId: null,
@@ -25,9 +28,14 @@ const DEFAULTS = Object.freeze({
   rebalanceTimeoutMs: 300000,
   serverAssignor: null,
   closeTimeoutMs: 30000,
+  isolationLevel: 'read_uncommitted',
   clientId: 'replog-node-consumer',
 });
 const RESET_TIMESTAMPS = { earliest: -2, latest: -1 };
+const ISOLATION_LEVELS = {
+  read_uncommitted: 'ISOLATION_LEVEL_READ_UNCOMMITTED',
+  read_committed: 'ISOLATION_LEVEL_READ_COMMITTED',
+};
 
 class Partition {
   constructor(topic, partition) {
@@ -45,7 +53,8 @@ class Consumer {
    * @param {string|string[]} bootstrap metadata service address(es), "host:port"
    * @param {object} [options] groupId, instanceId, autoOffsetReset ('earliest', 'latest', 'none'),
    *   autoCommit, autoCommitIntervalMs, fetchMaxWaitMs, fetchMaxBytes, maxPartitionFetchBytes,
-   *   requestTimeoutMs, retryBackoffMs, rebalanceTimeoutMs, serverAssignor, closeTimeoutMs, clientId,
+   *   requestTimeoutMs, retryBackoffMs, rebalanceTimeoutMs, serverAssignor, closeTimeoutMs, isolationLevel
+   *   ('read_uncommitted', 'read_committed'), clientId,
    *   logger, onAssigned, onRevoked, onLost (async callbacks taking [{topic, partition}]), security
    *   ({cafile, certfile, keyfile, serverName, token, tokenFile}; else the REPLOG_SSL_* environment)
    */
@@ -53,6 +62,11 @@ class Consumer {
     this.config = { ...DEFAULTS, ...options };
     if (!(this.config.autoOffsetReset in RESET_TIMESTAMPS) && this.config.autoOffsetReset !== 'none') {
       throw new ReplogError(`autoOffsetReset must be earliest, latest or none, not ${this.config.autoOffsetReset}`,
+        'INVALID_CONFIG');
+    }
+    this.isolationLevel = ISOLATION_LEVELS[this.config.isolationLevel];
+    if (this.isolationLevel === undefined) {
+      throw new ReplogError(`isolationLevel must be read_uncommitted or read_committed, not ${this.config.isolationLevel}`,
         'INVALID_CONFIG');
     }
     this.log = makeLogger(this.config.logger, 'consumer');
@@ -63,7 +77,7 @@ class Consumer {
     this.closed = false;
     this.failure = null;
     this.autoCommitTimer = null;
-    this.stats = { records: 0, fetches: 0, fetchErrors: 0, metadataRefreshes: 0 };
+    this.stats = { records: 0, fetches: 0, fetchErrors: 0, metadataRefreshes: 0, abortedRecordsDropped: 0 };
   }
 
   /** Read these partitions ([{topic, partition}]), outside any group. */
@@ -71,6 +85,18 @@ class Consumer {
     if (this.group) throw new ReplogError('a consumer in a group cannot also assign partitions', 'INVALID_REQUEST');
     this.partitions = new Map(partitions.map(({ topic, partition }) =>
       [partitionKey(topic, partition), this.partitions.get(partitionKey(topic, partition)) ?? new Partition(topic, partition)]));
+  }
+
+  /**
+   * The group membership a transactional producer's sendOffsetsToTransaction() takes, so that the
+   * group's coordinator refuses offsets from a member that lost its partitions: {groupId, memberId, memberEpoch}.
+   */
+  groupMetadata() {
+    if (!this.config.groupId) throw new ReplogError('groupMetadata() needs a groupId', 'INVALID_GROUP_ID');
+    const membership = this.group?.membership;
+    const inGroup = membership && (membership.state === 'member' || membership.state === 'leaving');
+    return { groupId: this.config.groupId, memberId: inGroup ? membership.memberId : '',
+      memberEpoch: inGroup ? membership.memberEpoch : -1 };
   }
 
   /** The partitions read now. */
@@ -208,7 +234,7 @@ class Consumer {
     await Promise.all([...byLeader].map(async ([leaderId, group]) => {
       const response = await unary(this.cluster.broker(leaderId), 'ListOffsets', {
         replica_id: -1,
-        isolation_level: 'ISOLATION_LEVEL_READ_UNCOMMITTED',
+        isolation_level: this.isolationLevel,
         topics: topicsOf(group, (p) => ({ partition: p.partition, current_leader_epoch: -1,
           timestamp_ms: RESET_TIMESTAMPS[policy] })),
       }, this.config.requestTimeoutMs);
@@ -271,7 +297,7 @@ class Consumer {
         max_wait_ms: maxWaitMs,
         min_bytes: 1,
         max_bytes: this.config.fetchMaxBytes,
-        isolation_level: 'ISOLATION_LEVEL_READ_UNCOMMITTED',
+        isolation_level: this.isolationLevel,
         session_id: 0,
         session_epoch: -1,
         topics: topicsOf(parts, (p) => ({
@@ -328,8 +354,11 @@ class Consumer {
       return;
     }
     const before = records.length;
+    const aborted = this.isolationLevel === ISOLATION_LEVELS.read_committed
+      ? new AbortedTransactions(result.aborted_transactions) : null;
     for (const batch of decodeBatches(result.records)) {
-      if (batch.isControl) {
+      if (aborted ? !aborted.keeps(batch) : batch.isControl) {
+        if (!batch.isControl) this.stats.abortedRecordsDropped += batch.recordsCount;
         part.position = Math.max(part.position, batch.lastOffset + 1);
         continue;
       }

@@ -79,6 +79,40 @@ class ReplogError extends Error {
   }
 }
 
+// A transactional producer's errors (docs/TRANSACTIONS.md), named as Kafka's clients name them.
+
+/** A call the producer's transaction state does not allow (begin twice, send outside a transaction, ...). */
+class TransactionStateError extends ReplogError {
+  constructor(message, error = 'INVALID_TXN_STATE') {
+    super(message, error);
+    this.name = 'TransactionStateError';
+  }
+}
+
+/** The open transaction cannot commit: abortTransaction(), then go on with the next one. */
+class TransactionAbortableError extends ReplogError {
+  constructor(message, error = 'TRANSACTION_ABORTABLE') {
+    super(message, error);
+    this.name = 'TransactionAbortableError';
+  }
+}
+
+/** A newer producer with the same transactional id took over: this one can only be closed. */
+class ProducerFencedError extends ReplogError {
+  constructor(message, error = 'PRODUCER_FENCED') {
+    super(message, error);
+    this.name = 'ProducerFencedError';
+  }
+}
+
+/** The coordinator refused the producer in a way it cannot recover from: close it. */
+class TransactionFatalError extends ReplogError {
+  constructor(message, error) {
+    super(message, error);
+    this.name = 'TransactionFatalError';
+  }
+}
+
 const STATUS_TYPES = protobuf.Root.fromJSON({
   nested: {
     google: {
@@ -140,4 +174,15 @@ function fromServiceError(serviceError, what) {
   return new ReplogError(`${what} failed: ${detail}`, error, { grpcCode: serviceError.code, metadata: info?.metadata });
 }
 
-module.exports = { RETRIABLE, STALE_LEADER, ReplogError, errorInfo, errorName, fromServiceError };
+module.exports = {
+  RETRIABLE,
+  STALE_LEADER,
+  ProducerFencedError,
+  ReplogError,
+  TransactionAbortableError,
+  TransactionFatalError,
+  TransactionStateError,
+  errorInfo,
+  errorName,
+  fromServiceError,
+};

@@ -5,12 +5,10 @@
 // replog/client/group_member.py.
 
 const { randomUUID } = require('node:crypto');
-const { unary, sleep } = require('./cluster');
+const { sleep } = require('./cluster');
+const { COORDINATOR_MOVED, Coordinators } = require('./coordinator');
 const { ReplogError, errorName } = require('./errors');
 const { Membership, partitionKey, splitKey } = require('./membership');
-
-// Whole-answer errors after which the coordinator is looked up again.
-const COORDINATOR_MOVED = new Set(['NOT_COORDINATOR', 'COORDINATOR_NOT_AVAILABLE', 'COORDINATOR_LOAD_IN_PROGRESS']);
 
 function byTopic(keys) {
   const topics = new Map();
@@ -22,6 +20,18 @@ function byTopic(keys) {
   return [...topics].sort().map(([topic, partitions]) => ({ topic, partitions: partitions.sort((a, b) => a - b) }));
 }
 
+/** OffsetCommit's (and TxnOffsetCommit's) topics for offsets: Map key -> {offset, leaderEpoch, metadata}. */
+function offsetCommitTopics(offsets) {
+  return byTopic(offsets.keys()).map(({ topic, partitions }) => ({
+    topic,
+    partitions: partitions.map((partition) => {
+      const o = offsets.get(partitionKey(topic, partition));
+      return { partition, committed_offset: o.offset, committed_leader_epoch: o.leaderEpoch ?? -1,
+        committed_metadata: o.metadata ?? '' };
+    }),
+  }));
+}
+
 function keysOf(topicPartitions) {
   return topicPartitions.flatMap(({ topic, partitions }) => partitions.map((p) => partitionKey(topic, p)));
 }
@@ -31,16 +41,18 @@ class GroupMember {
    * @param {object} consumer the Consumer: applyChanges(changes) carries changes out
    */
   constructor(consumer, { groupId, instanceId, rebalanceTimeoutMs, serverAssignor, requestTimeoutMs, retryBackoffMs,
-    clientId, log }) {
+    clientId, isolationLevel, log }) {
     this.consumer = consumer;
     this.cluster = consumer.cluster;
     this.groupId = groupId;
     this.clientId = clientId;
     this.requestTimeoutMs = requestTimeoutMs;
     this.retryBackoffMs = retryBackoffMs;
+    // A read_committed consumer waits for offsets an open transaction commits (Kafka's requireStable).
+    this.requireStable = isolationLevel === 'read_committed';
     this.log = log;
     this.membership = new Membership({ instanceId, rebalanceTimeoutMs, serverAssignor, newMemberId: randomUUID });
-    this.coordinator = null; // "host:port"
+    this.coordinators = new Coordinators(this.cluster, 'group', requestTimeoutMs);
     this.timer = null;
     this.answerWaiters = [];
     this.stats = { heartbeats: 0, heartbeatFailures: 0, rebalances: 0, commits: 0 };
@@ -134,30 +146,8 @@ class GroupMember {
   }
 
   /** A call to the group's coordinator, found again when it moved; `errorOf` reads a whole-answer error. */
-  async _call(method, request, errorOf = () => 'NONE') {
-    if (this.coordinator === null) this.coordinator = await this._findCoordinator();
-    let response;
-    try {
-      response = await unary(this.cluster.coordinatorAt(this.coordinator), method, request, this.requestTimeoutMs);
-    } catch (error) {
-      this.coordinator = null;
-      throw error;
-    }
-    if (COORDINATOR_MOVED.has(errorOf(response))) this.coordinator = null;
-    return response;
-  }
-
-  async _findCoordinator() {
-    if (this.cluster.brokers.size === 0) await this.cluster.refresh();
-    const response = await unary(this.cluster.anyBroker().coordinator, 'FindCoordinator',
-      { keys: [this.groupId], key_type: 'COORDINATOR_TYPE_GROUP' }, this.requestTimeoutMs);
-    const found = response.coordinators.find((c) => c.key === this.groupId);
-    const error = found ? errorName(found.error_code) : 'COORDINATOR_NOT_AVAILABLE';
-    if (error !== 'NONE' || !found.coordinator) {
-      throw new ReplogError(`group ${this.groupId} has no coordinator yet (${error}: ${found?.error_message ?? ''})`,
-        error);
-    }
-    return `${found.coordinator.host}:${found.coordinator.port}`;
+  _call(method, request, errorOf = () => 'NONE') {
+    return this.coordinators.call(this.groupId, method, request, errorOf);
   }
 
   /** The committed offsets of these partitions: Map key -> {offset, leaderEpoch, metadata} or null. */
@@ -165,7 +155,8 @@ class GroupMember {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       try {
-        const response = await this._call('OffsetFetch', { group_id: this.groupId, topics: byTopic(keys) },
+        const response = await this._call('OffsetFetch', { group_id: this.groupId, topics: byTopic(keys),
+          require_stable: this.requireStable },
           (r) => errorName(r.error_code));
         const error = errorName(response.error_code);
         if (error !== 'NONE') throw new ReplogError(`OffsetFetch answered ${error}: ${response.error_message}`, error);
@@ -208,14 +199,7 @@ class GroupMember {
         group_id: this.groupId,
         member_id: inGroup ? membership.memberId : '',
         member_epoch: inGroup ? membership.memberEpoch : -1,
-        topics: byTopic(pending.keys()).map(({ topic, partitions }) => ({
-          topic,
-          partitions: partitions.map((partition) => {
-            const o = pending.get(partitionKey(topic, partition));
-            return { partition, committed_offset: o.offset, committed_leader_epoch: o.leaderEpoch ?? -1,
-              committed_metadata: o.metadata ?? '' };
-          }),
-        })),
+        topics: offsetCommitTopics(pending),
       };
       let response;
       try {
@@ -268,4 +252,4 @@ class GroupMember {
   }
 }
 
-module.exports = { GroupMember };
+module.exports = { GroupMember, byTopic, offsetCommitTopics };

@@ -1,9 +1,12 @@
 'use strict';
-// replog's Node.js client: a Producer and a Consumer (with consumer groups) on the gRPC API of proto/.
+// replog's Node.js client: a Producer (idempotent, or transactional) and a Consumer (with consumer
+// groups, read_committed or not) on the gRPC API of proto/.
 
 const { Consumer } = require('./consumer');
 const { Producer } = require('./producer');
-const { ReplogError, RETRIABLE } = require('./errors');
+const {
+  ProducerFencedError, ReplogError, RETRIABLE, TransactionAbortableError, TransactionFatalError, TransactionStateError,
+} = require('./errors');
 const { BatchBuilder, CorruptBatchError, decodeBatches, encodeBatch } = require('./records');
 const { murmur2, partitionForKey } = require('./partitioner');
 const { crc32c } = require('./crc32c');
@@ -13,8 +16,12 @@ module.exports = {
   Consumer,
   CorruptBatchError,
   Producer,
+  ProducerFencedError,
   RETRIABLE,
   ReplogError,
+  TransactionAbortableError,
+  TransactionFatalError,
+  TransactionStateError,
   crc32c,
   decodeBatches,
   encodeBatch,

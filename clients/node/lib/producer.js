@@ -4,11 +4,15 @@
 // covering its ready partitions. A partition has at most one batch in flight, so a retried batch
 // never overtakes a later one. Leader errors refresh the metadata and retry until the delivery
 // timeout; with idempotence (the default with acks=all, as in Kafka) the batches carry a producer
-// id and sequence numbers, so the leader writes a retried batch once.
+// id and sequence numbers, so the leader writes a retried batch once. With a transactionalId the
+// producer writes in transactions (lib/transactions.js): a partition's batches leave once the
+// coordinator added the partition to the open transaction.
 
 const { BatchBuilder } = require('./records');
 const { Cluster, unary } = require('./cluster');
-const { STALE_LEADER, ReplogError, errorName } = require('./errors');
+const { STALE_LEADER, ReplogError, TransactionStateError, errorName } = require('./errors');
+const { partitionKey } = require('./membership');
+const { TransactionManager, groupMetadataOf } = require('./transactions');
 const { StickyPartitioner, partitionForKey } = require('./partitioner');
 const { makeLogger } = require('./logger');
 
@@ -25,6 +29,8 @@ const DEFAULTS = Object.freeze({
   maxRequestsPerLeader: 5,
   compression: 'none',
   clientId: 'replog-node-producer',
+  transactionalId: null,
+  transactionTimeoutMs: 60000,
 });
 // Answers that leave the producer's sequence numbers unusable: the batch fails, and the producer
 // takes a new producer id so that later batches start a fresh sequence.
@@ -37,7 +43,7 @@ class Batch {
     this.createdMs = now;
     this.deadlineMs = now + deliveryTimeoutMs;
     this.bytes = null; // built at the first send, sent again as they are on a retry
-    this.producerId = -1;
+    this.writer = null; // the producer id and epoch `bytes` carry
     this.attempts = 0;
   }
 }
@@ -46,12 +52,13 @@ class PartitionQueue {
   constructor(topic, partition) {
     this.topic = topic;
     this.partition = partition;
+    this.key = partitionKey(topic, partition);
     this.open = null; // the batch records are appended to
     this.ready = []; // sealed batches, oldest first
     this.inFlight = false;
     this.retryAtMs = 0;
     this.nextSequence = 0;
-    this.sequenceOwner = -1; // the producer id nextSequence counts for
+    this.sequenceOwner = null; // the producer id and epoch nextSequence counts for
   }
 }
 
@@ -60,7 +67,7 @@ class Producer {
    * @param {string|string[]} bootstrap metadata service address(es), "host:port"
    * @param {object} [options] acks ('all', 1, 0), lingerMs, batchSizeBytes, maxRequestBytes,
    *   requestTimeoutMs, deliveryTimeoutMs, retryBackoffMs, maxRequestsPerLeader, idempotent,
-   *   compression ('none', 'gzip'), clientId, logger, security ({cafile, certfile, keyfile, serverName, token,
+   *   transactionalId, transactionTimeoutMs, compression ('none', 'gzip'), clientId, logger, security ({cafile, certfile, keyfile, serverName, token,
    *   tokenFile}: TLS and a bearer token; else the REPLOG_SSL_* environment; false: plaintext)
    */
   constructor(bootstrap, options = {}) {
@@ -69,11 +76,25 @@ class Producer {
     if (acks === undefined) throw new ReplogError(`acks must be all, 1 or 0, not ${this.config.acks}`, 'INVALID_REQUIRED_ACKS');
     this.acks = acks;
     this.idempotent = this.config.idempotent ?? acks === -1;
+    this.transactionalId = this._transactionalId();
     if (this.idempotent && acks !== -1) {
       throw new ReplogError('an idempotent producer needs acks=all (as in Kafka)', 'INVALID_CONFIG');
     }
     this.log = makeLogger(this.config.logger, 'producer');
     this.cluster = new Cluster(bootstrap, { clientId: this.config.clientId, security: this.config.security });
+    this.txn = this.transactionalId === null ? null : new TransactionManager({
+      transactionalId: this.transactionalId,
+      transactionTimeoutMs: this.config.transactionTimeoutMs,
+      cluster: this.cluster,
+      requestTimeoutMs: this.config.requestTimeoutMs,
+      retryBackoffMs: this.config.retryBackoffMs,
+      log: this.log,
+      useProducer: (id, epoch) => {
+        this.producerId = id;
+        this.producerEpoch = epoch;
+      },
+      wakeup: () => this._drainSoon(),
+    });
     this.partitioner = new StickyPartitioner(this.config.batchSizeBytes);
     this.queues = new Map(); // "topic\0partition" -> PartitionQueue
     this.requestsInFlight = new Map(); // leader id -> Produce requests not answered
@@ -89,6 +110,26 @@ class Producer {
     this.stats = { records: 0, batches: 0, requests: 0, retries: 0, failedRecords: 0, metadataRefreshes: 0 };
   }
 
+  /** The transactionalId option checked (null without one); a transactional producer is idempotent. */
+  _transactionalId() {
+    const { transactionalId, transactionTimeoutMs } = this.config;
+    if (transactionalId === null || transactionalId === undefined) return null;
+    if (typeof transactionalId !== 'string' || transactionalId.trim() === '') {
+      throw new ReplogError(`transactionalId must be a non-empty string, not ${JSON.stringify(transactionalId)}`,
+        'INVALID_CONFIG');
+    }
+    if (this.config.idempotent === false || this.acks !== -1) {
+      throw new ReplogError('a transactional producer is idempotent with acks=all (as in Kafka): leave idempotent ' +
+        'and acks at their defaults', 'INVALID_CONFIG');
+    }
+    if (!Number.isInteger(transactionTimeoutMs) || transactionTimeoutMs <= 0) {
+      throw new ReplogError(`transactionTimeoutMs must be a positive whole number of milliseconds, not ` +
+        `${JSON.stringify(transactionTimeoutMs)}`, 'INVALID_CONFIG');
+    }
+    this.idempotent = true;
+    return transactionalId;
+  }
+
   /**
    * Send one record; resolves with {topic, partition, offset} once acknowledged (offset -1 with acks=0).
    * @param {{topic: string, value: Buffer|string|null, key?: Buffer|string|null,
@@ -96,16 +137,41 @@ class Producer {
    */
   send(record) {
     if (this.closed) return Promise.reject(new ReplogError('the producer is closed', 'INVALID_REQUEST'));
+    if (this.txn && this.txn.state !== 'IN_TRANSACTION') {
+      try {
+        this.txn.checkSend();
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     const known = this.cluster.topics.get(record.topic);
     if (known && known.error === 'NONE' && (!this.idempotent || this.producerId >= 0)) {
       return this._append(record, known.partitions);
     }
-    return this._prepare(record.topic).then((partitions) => this._append(record, partitions));
+    return this._prepared(record.topic, (partitions) => this._append(record, partitions));
+  }
+
+  /**
+   * `then(partitions)` once the topic's partitions (and, idempotent, a producer id) are known. The
+   * record counts as pending meanwhile, so that flush() and commitTransaction() wait for it too.
+   */
+  _prepared(topic, then) {
+    this.pendingRecords++;
+    return this._prepare(topic).then((partitions) => {
+      try {
+        return then(partitions);
+      } finally {
+        this._done(1);
+      }
+    }, (error) => {
+      this._done(1);
+      throw error;
+    });
   }
 
   async _prepare(topic) {
     const partitions = await this.cluster.partitions(topic, this.config.requestTimeoutMs);
-    if (this.idempotent && this.producerId < 0) await this._initProducerId();
+    if (this.idempotent && !this.txn && this.producerId < 0) await this._initProducerId();
     return partitions;
   }
 
@@ -144,6 +210,7 @@ class Producer {
       : typeof record.key === 'string' ? Buffer.from(record.key, 'utf8') : record.key;
     let batch;
     try {
+      if (this.txn) this.txn.checkAppend();
       const partition = this._place(record.topic, key, record.partition, partitions);
       batch = this._appendTo(record.topic, partition, partitions,
         { key, value: record.value, headers: record.headers, timestamp: record.timestamp },
@@ -164,9 +231,16 @@ class Producer {
    */
   async sendMany(topic, values, { partition } = {}) {
     if (this.closed) throw new ReplogError('the producer is closed', 'INVALID_REQUEST');
+    if (this.txn) this.txn.checkSend();
     const known = this.cluster.topics.get(topic);
-    const partitions = known && known.error === 'NONE' && (!this.idempotent || this.producerId >= 0)
-      ? known.partitions : await this._prepare(topic);
+    if (known && known.error === 'NONE' && (!this.idempotent || this.producerId >= 0)) {
+      return this._sendManyTo(topic, values, partition, known.partitions);
+    }
+    return this._prepared(topic, (partitions) => this._sendManyTo(topic, values, partition, partitions));
+  }
+
+  _sendManyTo(topic, values, partition, partitions) {
+    if (this.txn) this.txn.checkAppend();
     const handle = { remaining: 0, count: values.length, failed: false, resolve: null, reject: null };
     const done = new Promise((resolve, reject) => Object.assign(handle, { resolve, reject }));
     let last = null;
@@ -224,6 +298,7 @@ class Producer {
       throw new ReplogError(`the record cannot be encoded: ${error.message}`, 'INVALID_RECORD');
     }
     const batch = queue.open;
+    if (this.txn && this.txn.notePartition(queue.key)) this._drainSoon();
     if (sticky) this.partitioner.record(topic, partitions.size, size, availablePartitions(partitions));
     this.pendingRecords++;
     this.stats.records++;
@@ -235,11 +310,11 @@ class Producer {
   }
 
   _queue(topic, partition) {
-    const name = `${topic}\u0000${partition}`;
-    let queue = this.queues.get(name);
+    const key = partitionKey(topic, partition);
+    let queue = this.queues.get(key);
     if (!queue) {
       queue = new PartitionQueue(topic, partition);
-      this.queues.set(name, queue);
+      this.queues.set(key, queue);
     }
     return queue;
   }
@@ -273,6 +348,10 @@ class Producer {
   /** Send what is ready: sealed batches, and open ones whose linger passed (all of them when flushing). */
   _drain() {
     if (this.idempotent && this.producerId < 0) return; // a new producer id is on its way; it drains then
+    if (this.txn) {
+      if (this.txn.givesUpQueued) this._giveUpQueued();
+      this.txn.maybeAddPartitions();
+    }
     const now = Date.now();
     const flushing = this.flushWaiters.length > 0 || this.closed;
     const byLeader = new Map();
@@ -285,6 +364,7 @@ class Producer {
       }
       if (queue.ready.length === 0 || queue.inFlight) continue;
       if (this._expire(queue, now)) continue;
+      if (this.txn && !this.txn.added.has(queue.key)) continue; // its AddPartitionsToTxn is on its way
       if (queue.retryAtMs > now) {
         wakeAtMs = Math.min(wakeAtMs, queue.retryAtMs);
         continue;
@@ -303,6 +383,17 @@ class Producer {
       wakeAtMs = Math.min(wakeAtMs, now + this.config.retryBackoffMs);
     }
     if (wakeAtMs < Infinity) this._wakeAt(wakeAtMs);
+  }
+
+  /** Fail every batch not sent: the transaction is aborting, cannot commit, or the producer was fenced. */
+  _giveUpQueued() {
+    for (const queue of this.queues.values()) {
+      if (queue.open !== null) this._seal(queue);
+      const kept = queue.inFlight ? 1 : 0;
+      for (const batch of queue.ready.splice(kept)) {
+        this._fail(batch, this.txn.givenUp(queue.topic, queue.partition, batch.builder.count));
+      }
+    }
   }
 
   /** Fail the head batches that outlived deliveryTimeoutMs; true when the queue was emptied. */
@@ -337,23 +428,25 @@ class Producer {
   }
 
   _bytesOf(queue, batch) {
-    const producerId = this.idempotent ? this.producerId : -1;
-    if (batch.bytes !== null && batch.producerId === producerId) return batch.bytes;
+    // Sequence numbers count per producer id and epoch: a new id, or a transaction's epoch bump, starts at 0.
+    const writer = this.idempotent ? `${this.producerId}/${this.producerEpoch}` : null;
+    if (batch.bytes !== null && batch.writer === writer) return batch.bytes;
     let baseSequence = -1;
     if (this.idempotent) {
-      if (queue.sequenceOwner !== producerId) {
-        queue.sequenceOwner = producerId;
+      if (queue.sequenceOwner !== writer) {
+        queue.sequenceOwner = writer;
         queue.nextSequence = 0;
       }
       baseSequence = queue.nextSequence;
     }
     batch.bytes = batch.builder.build({
       compression: this.config.compression,
-      producerId,
+      producerId: this.idempotent ? this.producerId : -1,
       producerEpoch: this.idempotent ? this.producerEpoch : -1,
       baseSequence,
+      transactional: this.txn !== null,
     });
-    batch.producerId = producerId;
+    batch.writer = writer;
     return batch.bytes;
   }
 
@@ -369,6 +462,7 @@ class Producer {
       });
     }
     const request = {
+      ...(this.txn ? { transactional_id: this.transactionalId } : {}),
       acks: this.acks,
       timeout_ms: this.config.requestTimeoutMs,
       topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
@@ -423,7 +517,7 @@ class Producer {
       if (this.idempotent && SEQUENCE_BROKEN.has(code)) {
         queue.ready.shift();
         this._fail(batch, failure);
-        this._resetProducerId(code);
+        if (!this.txn) this._resetProducerId(code); // a transaction's epoch moves only at its end
         continue;
       }
       this._retryOrFail(queue, batch, failure, now);
@@ -464,6 +558,7 @@ class Producer {
     }
     this.stats.failedRecords += count;
     this.log.warn(`${count} records failed: ${error.message}`);
+    if (this.txn) this.txn.batchFailed(error);
     this._done(count);
   }
 
@@ -488,9 +583,85 @@ class Producer {
     });
   }
 
-  /** Counters: records, batches, requests, retries, failedRecords, metadataRefreshes. */
+  /**
+   * Counters: records, batches, requests, retries, failedRecords, metadataRefreshes; with a transactionalId
+   * also transactionState, transactionsCommitted, transactionsAborted, addPartitionsCalls.
+   */
   metrics() {
-    return { ...this.stats, pendingRecords: this.pendingRecords };
+    const transactions = this.txn ? { transactionState: this.txn.state, ...this.txn.stats } : {};
+    return { ...this.stats, pendingRecords: this.pendingRecords, ...transactions };
+  }
+
+  // -- transactions (with a transactionalId) -----------------------------------------------------------
+
+  _transactions(what) {
+    if (this.txn === null) {
+      throw new TransactionStateError(`${what} needs a transactional producer: give the transactionalId option`,
+        'INVALID_CONFIG');
+    }
+    if (this.closed) throw new ReplogError('the producer is closed', 'INVALID_REQUEST');
+    return this.txn;
+  }
+
+  /**
+   * Take the transactional id's producer id and epoch from its coordinator, fencing any older producer
+   * with the same id and aborting what it left open. Call once, before the first transaction; after a
+   * timeout (REQUEST_TIMED_OUT), call again.
+   */
+  async initTransactions({ timeoutMs = this.config.requestTimeoutMs } = {}) {
+    const txn = this._transactions('initTransactions()');
+    txn.move('init', 'initTransactions()');
+    await txn.initialize(timeoutMs);
+  }
+
+  /** Open a transaction: send() and sendOffsetsToTransaction() write in it until it is committed or aborted. */
+  beginTransaction() {
+    this._transactions('beginTransaction()').move('begin', 'beginTransaction()');
+  }
+
+  /**
+   * Commit consumed offsets with the transaction: they become the group's committed offsets only if it
+   * commits. `offsets`: [{topic, partition, offset, leaderEpoch?, metadata?}], the next offsets to read;
+   * `group`: the consumer's groupMetadata() (its member id and epoch are checked), or a group id.
+   */
+  async sendOffsetsToTransaction(offsets, group, { timeoutMs = this.config.requestTimeoutMs } = {}) {
+    const txn = this._transactions('sendOffsetsToTransaction()');
+    txn.checkOpen('sendOffsetsToTransaction()');
+    const metadata = groupMetadataOf(group);
+    if (!Array.isArray(offsets) || offsets.length === 0) return;
+    const chosen = new Map();
+    for (const o of offsets) {
+      if (typeof o?.topic !== 'string' || !Number.isInteger(o.partition) || !Number.isInteger(o.offset) || o.offset < 0) {
+        throw new ReplogError(`an offset to commit is {topic, partition, offset} with a whole offset ≥ 0, not ` +
+          `${JSON.stringify(o)}`, 'INVALID_REQUEST');
+      }
+      chosen.set(partitionKey(o.topic, o.partition), { offset: o.offset, leaderEpoch: o.leaderEpoch, metadata: o.metadata });
+    }
+    await txn.sendOffsets(chosen, metadata, timeoutMs);
+  }
+
+  /**
+   * Send every record of the transaction, then commit it. Throws TransactionAbortableError when it
+   * cannot commit (abortTransaction() then), ProducerFencedError when a newer producer took over, and
+   * REQUEST_TIMED_OUT when the coordinator did not answer in time (call it again).
+   */
+  async commitTransaction({ timeoutMs = this.config.requestTimeoutMs } = {}) {
+    const txn = this._transactions('commitTransaction()');
+    txn.move('commit', 'commitTransaction()');
+    await this.flush();
+    if (txn.state !== 'COMMITTING') throw txn.refusal('commitTransaction()');
+    await txn.end(true, timeoutMs);
+  }
+
+  /**
+   * Abort the transaction: records not sent yet fail, the coordinator writes abort markers, and the
+   * next transaction may begin. Throws ProducerFencedError when a newer producer took over.
+   */
+  async abortTransaction({ timeoutMs = this.config.requestTimeoutMs } = {}) {
+    const txn = this._transactions('abortTransaction()');
+    txn.move('abort', 'abortTransaction()');
+    await this.flush(); // gives up what is queued and waits for what is in flight
+    await txn.end(false, timeoutMs);
   }
 
   /** Resolves once every record sent so far is acknowledged or failed. */

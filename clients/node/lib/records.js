@@ -180,7 +180,8 @@ class BatchBuilder {
 
   /**
    * The batch's bytes. Options: compression ('none' or 'gzip'), producerId, producerEpoch,
-   * baseSequence (-1 each when not idempotent), partitionLeaderEpoch, baseOffset.
+   * baseSequence (-1 each when not idempotent), transactional (the batch belongs to a transaction),
+   * partitionLeaderEpoch, baseOffset.
    */
   build(options = {}) {
     if (this.count === 0) throw new Error('a record batch holds at least one record');
@@ -194,7 +195,7 @@ class BatchBuilder {
     writeHeader(out, {
       baseOffset: options.baseOffset ?? 0,
       partitionLeaderEpoch: options.partitionLeaderEpoch ?? -1,
-      attributes: codec,
+      attributes: codec | (options.transactional ? TRANSACTIONAL_BIT : 0),
       lastOffsetDelta: this.count - 1,
       baseTimestamp: this.baseTimestamp,
       maxTimestamp: this.maxTimestamp,

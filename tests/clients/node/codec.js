@@ -4,7 +4,13 @@
 //   node codec.js decode   < hex batches                                                          -> JSON records
 //   node codec.js place N  < JSON [hex keys]                                                      -> JSON partitions
 //   node codec.js retriable                                                                       -> JSON error names
+//   node codec.js transactions  < JSON [error names]      -> JSON {transitions: [[state, event, next]], reactions}
+//   node codec.js read_committed < JSON {batches: hex, aborted: [[producer id, first offset]]} -> JSON offsets kept
 const { RETRIABLE, decodeBatches, encodeBatch, partitionForKey } = require('../../../clients/node');
+const { AbortedTransactions, STATES, nextState, reaction } = require('../../../clients/node/lib/transactions');
+
+const EVENTS = ['init', 'initialized', 'begin', 'commit', 'abort', 'ended', 'abortable', 'fatal'];
+const REQUESTS = ['InitProducerId', 'AddPartitionsToTxn', 'AddOffsetsToTxn', 'TxnOffsetCommit', 'EndTxn', 'Produce'];
 
 const hex = (s) => (s === null ? null : Buffer.from(s, 'hex'));
 const unhex = (b) => (b === null ? null : Buffer.from(b).toString('hex'));
@@ -27,6 +33,18 @@ async function main() {
     output = JSON.stringify(JSON.parse(input).map((key) => partitionForKey(Buffer.from(key, 'hex'), Number(argument))));
   } else if (mode === 'retriable') {
     output = JSON.stringify([...RETRIABLE].sort());
+  } else if (mode === 'transactions') {
+    const codes = JSON.parse(input);
+    const transitions = STATES.flatMap((state) => EVENTS.map((event) => [state, event, nextState(state, event)]))
+      .filter(([, , next]) => next !== null);
+    const reactions = Object.fromEntries(REQUESTS.map((request) =>
+      [request, Object.fromEntries(codes.map((code) => [code, reaction(request, code)]))]));
+    output = JSON.stringify({ transitions, reactions });
+  } else if (mode === 'read_committed') {
+    const { batches, aborted } = JSON.parse(input);
+    const filter = new AbortedTransactions(aborted.map(([pid, first]) => ({ producer_id: pid, first_offset: first })));
+    output = JSON.stringify(decodeBatches(Buffer.from(batches, 'hex'))
+      .filter((batch) => filter.keeps(batch)).flatMap((batch) => batch.records.map((r) => r.offset)));
   } else {
     throw new Error(`unknown mode ${mode}`);
   }
