@@ -65,6 +65,9 @@ def add_commands(commands: Any) -> None:
 
     down = sub.add_parser("down", help="stop every process of the local cluster")
     _data_dir(down)
+    down.add_argument("--kill", action="store_true",
+                      help="SIGKILL every process at once, with no controlled shutdown (as a crash would): for a "
+                           "cluster whose data you throw away next")
     down.set_defaults(handler=_down)
 
     roll.add_dev_command(sub)
@@ -152,7 +155,10 @@ def _start(args: argparse.Namespace) -> int:
 
 def _down(args: argparse.Namespace) -> int:
     cluster = local.Cluster.load(_resolve(args))
-    killed = local.down(cluster)
+    killed = local.down(cluster, kill=args.kill)
+    if args.kill:
+        print(f"local cluster in {cluster.data_dir} killed")
+        return 0
     note = f" (had to SIGKILL: {', '.join(killed)})" if killed else ""
     print(f"local cluster in {cluster.data_dir} stopped{note}")
     return 0

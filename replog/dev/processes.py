@@ -92,14 +92,16 @@ def wait_until(condition: Callable[[], bool], timeout_s: float) -> bool:
 
 
 def stop_processes(pids: Sequence[tuple[int, str]], *, grace_s: float) -> list[int]:
-    """SIGTERM (after SIGCONT, so a paused one can act on it), then SIGKILL what is left.
+    """SIGTERM (after SIGCONT, so a paused one can act on it), then SIGKILL what is left after `grace_s`
+    (0: SIGKILL alone).
 
     Returns the pids that had to be killed.
     """
     live = [(pid, marker) for pid, marker in pids if is_alive(pid, marker)]
     for pid, _ in live:
         send_signal(pid, signal.SIGCONT)
-        send_signal(pid, signal.SIGTERM)
+        if grace_s > 0:
+            send_signal(pid, signal.SIGTERM)
     wait_until(lambda: not any(is_alive(p, m) for p, m in live), grace_s)
     killed = [pid for pid, marker in live if is_alive(pid, marker)]
     for pid in killed:

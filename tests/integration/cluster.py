@@ -48,9 +48,10 @@ class LocalCluster:
     def up(self, *extra: str) -> None:
         self("dev", "up", *extra)
 
-    def down(self) -> None:
+    def down(self, *, kill: bool = False) -> None:
+        """Stop the cluster; `kill`: SIGKILL it, for a cluster thrown away next (a fixture's teardown)."""
         if os.path.exists(os.path.join(self.data_dir, "cluster.json")):
-            self("dev", "down", check=False)
+            self("dev", "down", *(["--kill"] if kill else []), check=False)
 
     def status(self) -> dict[str, Any]:
         return json.loads(self("dev", "status", "--json").stdout)
@@ -85,7 +86,7 @@ def started(tmp_path_factory, name: str, *up_args: str) -> Iterator[LocalCluster
         local.up(*up_args)
         yield local
     finally:
-        local.down()
+        local.down(kill=True)
 
 
 def token_secret_file(tmp_path_factory) -> str:

@@ -35,7 +35,7 @@ def new_cluster(tmp_path):
     """A data dir for a test that starts (and breaks) its own cluster; always torn down."""
     local = LocalCluster(str(tmp_path / "data"))
     yield local
-    local.down()
+    local.down(kill=True)
 
 
 @pytest.fixture(scope="module")

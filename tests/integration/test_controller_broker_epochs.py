@@ -37,7 +37,7 @@ def cluster(tmp_path_factory):
     local = LocalCluster(str(tmp_path_factory.mktemp("epochs") / "data"))
     local.up("--brokers", "3", "--controllers", "1", "--config", f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}")
     yield local
-    local.down()
+    local.down(kill=True)
 
 
 def partition_dir(cluster: LocalCluster, broker: int) -> str:

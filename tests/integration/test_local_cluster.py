@@ -93,14 +93,17 @@ def test_a_paused_controller_finds_it_lost_and_stands_down(cluster):
     assert metadata(cluster).controller_id == new
 
 
-def test_down_leaves_no_process_behind(new_cluster):
+@pytest.mark.parametrize("kill", [False, True], ids=["stopped", "killed"])
+def test_down_leaves_no_process_behind(new_cluster, kill):
     new_cluster.up("--brokers", "1", "--controllers", "1")
     pids = new_cluster.pids()
     assert len(pids) == 4
     new_cluster("dev", "kill", "broker", "1", "--signal", "STOP")  # a paused one must go too
-    new_cluster("dev", "down")
+    said = new_cluster("dev", "down", *(["--kill"] if kill else [])).stdout
     for pid in pids:
         assert not is_alive(pid, ""), f"pid {pid} is still running after dev down"
+    # SIGTERM lets the broker stop as it should; --kill gives it no chance to.
+    assert ("killed" in said, "stopping on SIGTERM" in new_cluster.log_text("broker", 1)) == (kill, not kill)
     report = new_cluster.status()
     assert not report["zookeeper"]["alive"]
     assert not any(m["alive"] for kind in ("brokers", "controllers", "metadata") for m in report[kind])

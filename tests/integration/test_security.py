@@ -40,7 +40,7 @@ def cluster(tmp_path_factory, secret_file, digest_file):
              "--config", "zookeeper.set.acl=true", "--config", f"zookeeper.auth.digest.file={digest_file}",
              "--config", f"quota.window.num={QUOTA_WINDOWS}")  # a quota's rate over 3 s: the test sees it settle sooner
     yield local
-    local.down()
+    local.down(kill=True)
 
 
 @pytest.fixture(scope="module")

@@ -44,7 +44,7 @@ def monitored(tmp_path_factory):
     cluster = LocalCluster(str(tmp_path_factory.mktemp("monitored") / "data"))
     cluster.up("--brokers", "3", "--controllers", "2", "--monitoring", "--log-format", "json")
     yield cluster
-    cluster.down()
+    cluster.down(kill=True)
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ def cluster(tmp_path_factory):
     local = LocalCluster(str(tmp_path_factory.mktemp("cluster") / "data"))
     local.up("--brokers", "3", "--controllers", "1", "--config", "log.retention.check.interval.ms=500")
     yield local
-    local.down()
+    local.down(kill=True)
 
 
 @pytest.fixture(scope="module")
