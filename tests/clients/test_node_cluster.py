@@ -17,9 +17,16 @@ import pytest
 from replog.client import Consumer, NewTopic, Producer, TopicPartition
 from replog.client.partitioner import partition_for_key
 from tests.clients.node import REPO_ROOT, node_binary, run_node, script, start_node
-from tests.integration.cluster import wait_for
+from tests.integration.cluster import started, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """3 brokers and 2 controllers; transactions past their timeout are looked for twice a second."""
+    yield from started(tmp_path_factory, "cluster", "--brokers", "3", "--controllers", "2",
+                       "--config", "transaction.abort.timed.out.transaction.cleanup.interval.ms=500")
 
 PRODUCE_DEADLINE_S = 120
 READ_DEADLINE_S = 60
@@ -119,6 +126,27 @@ def test_node_transactions_commit_abort_and_fence_and_read_committed_shows_only_
     assert summary["aMetrics"]["transactionsCommitted"] == 1 and summary["aMetrics"]["transactionsAborted"] == 1
     offsets = admin.list_group_offsets("node-txn-group", require_stable=True)
     assert {tp: o.offset for tp, o in offsets.items()} == {TopicPartition(topic, 0): 42}
+
+
+def test_a_node_transaction_past_its_timeout_is_aborted_and_the_producer_goes_on_after_aborting(admin, bootstrap):
+    topic = create(admin, "node-txn-slow", 1)
+    node = subprocess.Popen([node_binary(), script("txn_timeout.js"), bootstrap, topic], cwd=REPO_ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert node.stdout.readline().strip() == "written", node.stderr.read() if node.poll() is not None else ""
+        wait_for(lambda: admin.describe_transactions(["node-txn-slow"])[0].state == "CompleteAbort", READ_DEADLINE_S,
+                 "the coordinator's abort of the transaction past its 1 s timeout")
+        node.stdin.write("go\n")
+        node.stdin.flush()
+        summary = finished(node, PRODUCE_DEADLINE_S)
+    finally:
+        node.kill()
+    assert (summary["late"]["ok"], summary["late"]["error"]) == (False, "INVALID_PRODUCER_EPOCH")
+    assert summary["commit"]["name"] == "TransactionAbortableError"
+    assert "coordinator aborted it after transactionTimeoutMs (1000 ms)" in summary["commit"]["message"]
+    assert summary["abort"]["ok"] and summary["next"]["ok"], summary
+    assert (summary["metrics"]["transactionsAborted"], summary["metrics"]["transactionsCommitted"]) == (1, 1)
+    assert [r.value for r in read_all(bootstrap, topic, 1, 1, isolation_level="read_committed")] == [b"next"]
 
 
 class Member:
