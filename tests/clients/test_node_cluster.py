@@ -149,6 +149,24 @@ def test_a_node_transaction_past_its_timeout_is_aborted_and_the_producer_goes_on
     assert [r.value for r in read_all(bootstrap, topic, 1, 1, isolation_level="read_committed")] == [b"next"]
 
 
+def test_the_readme_copier_moves_every_record_once_with_its_offsets_in_the_same_transactions(admin, bootstrap):
+    source, sink, partitions, count = create(admin, "node-copy-in", 3), create(admin, "node-copy-out", 3), 3, 3000
+    with Producer(bootstrap) as producer:
+        for i in range(count):
+            producer.send(source, b"record-%d" % i, partition=i % partitions)
+        producer.flush()
+    summary = finished(start_node(script("copier.js"), bootstrap, source, sink, "node-copier", str(count)),
+                       PRODUCE_DEADLINE_S)
+    assert summary["copied"] == count and summary["transactions"] >= 1
+    assert summary["groupMetadata"]["memberEpoch"] > 0, "the offsets went with the member's id and epoch"
+
+    copied = read_all(bootstrap, sink, partitions, count, isolation_level="read_committed")
+    for p in range(partitions):
+        assert [r.value for r in copied if r.partition == p] == [b"record-%d" % i for i in range(p, count, partitions)]
+    offsets = admin.list_group_offsets("node-copier", require_stable=True)
+    assert {tp.partition: o.offset for tp, o in offsets.items()} == {p: count // partitions for p in range(partitions)}
+
+
 class Member:
     """A group member process (Python's tests/integration/group_member.py or Node's twin) and its journal."""
 
