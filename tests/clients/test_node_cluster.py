@@ -167,6 +167,18 @@ def test_the_readme_copier_moves_every_record_once_with_its_offsets_in_the_same_
     assert {tp.partition: o.offset for tp, o in offsets.items()} == {p: count // partitions for p in range(partitions)}
 
 
+def test_a_node_member_subscribed_to_a_regex_reads_the_topics_it_matches_whole_and_no_other(admin, bootstrap):
+    topics = [create(admin, name, 2) for name in ("node-rx-a", "node-rx-b", "node-rx-bc")]
+    with Producer(bootstrap) as producer:
+        for topic in topics:
+            for i in range(20):
+                producer.send(topic, f"{topic}/{i}".encode())
+        producer.flush()
+    read = run_node(script("regex.js"), bootstrap, "node-rx", "node-rx-[ab]", "40", timeout_s=PRODUCE_DEADLINE_S)
+    got = sorted(tuple(pair) for pair in json.loads(read.stdout.splitlines()[-1])["read"])
+    assert got == sorted((t, f"{t}/{i}") for t in ("node-rx-a", "node-rx-b") for i in range(20))
+
+
 class Member:
     """A group member process (Python's tests/integration/group_member.py or Node's twin) and its journal."""
 

@@ -112,11 +112,21 @@ class Consumer {
     part.leaderEpoch = -1;
   }
 
-  /** Join the group (groupId) with these topics; the coordinator assigns the partitions. */
+  /**
+   * Join the group (groupId) with these topics, or with every topic a RegExp matches whole (the
+   * coordinator matches it, also against topics created later; Kafka's subscribe(Pattern)); the
+   * coordinator assigns the partitions.
+   */
   subscribe(topics) {
     if (!this.config.groupId) throw new ReplogError('subscribe() needs a groupId', 'INVALID_GROUP_ID');
-    if (!Array.isArray(topics) || topics.length === 0 || topics.some((t) => typeof t !== 'string' || !t)) {
-      throw new ReplogError('subscribe() takes a list of topic names', 'INVALID_TOPIC_EXCEPTION');
+    if (topics instanceof RegExp) {
+      if (topics.flags !== '') {
+        throw new ReplogError(`the subscription pattern /${topics.source}/${topics.flags} has flags, which cannot be ` +
+          'sent to the coordinator: write them inline, e.g. (?i)', 'INVALID_SUBSCRIPTION_REGEX');
+      }
+      topics = { regex: topics.source };
+    } else if (!Array.isArray(topics) || topics.length === 0 || topics.some((t) => typeof t !== 'string' || !t)) {
+      throw new ReplogError('subscribe() takes a list of topic names or a RegExp', 'INVALID_TOPIC_EXCEPTION');
     }
     if (!this.group) {
       this.group = new GroupMember(this, { ...this.config, log: this.log });

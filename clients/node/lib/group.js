@@ -122,10 +122,10 @@ class GroupMember {
       client_id: this.clientId,
     };
     if (params.instanceId !== null) request.instance_id = params.instanceId;
-    if (params.topics) {
+    if (params.topics || params.regex) {
       // Both, so that names replace a regex and the other way round (an empty regex means none).
-      request.subscribed_topic_names = { names: params.topics };
-      request.subscribed_topic_regex = '';
+      request.subscribed_topic_names = { names: params.topics ?? [] };
+      request.subscribed_topic_regex = params.regex ?? '';
     }
     if (params.serverAssignor) request.server_assignor = params.serverAssignor;
     return request;

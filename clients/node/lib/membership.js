@@ -47,7 +47,8 @@ class Membership {
     this.memberId = newMemberId();
     this.memberEpoch = JOIN_EPOCH;
     this.state = 'unsubscribed';
-    this.topics = null;
+    this.topics = null; // the subscription: topic names,
+    this.regex = null; // or a regex the coordinator matches against whole topic names
     this.owned = new Set(); // every partition held, those being revoked included
     this.revoking = new Set(); // handed over to be given up, not given up yet
     this.target = new Set(); // the coordinator's last word
@@ -63,8 +64,10 @@ class Membership {
     return this.state === 'joining' || this.state === 'member' || this.state === 'leaving';
   }
 
-  subscribe(topics, nowMs) {
-    this.topics = [...new Set(topics)].sort();
+  /** Subscribe to topic names (an array) or to the topics a regex matches ({regex}). */
+  subscribe(subscription, nowMs) {
+    this.topics = Array.isArray(subscription) ? [...new Set(subscription)].sort() : null;
+    this.regex = Array.isArray(subscription) ? null : subscription.regex;
     this.sendSubscription = true;
     if (!this.inGroup) {
       this.state = 'joining';
@@ -110,9 +113,10 @@ class Membership {
       params = { memberEpoch: this.instanceId !== null ? LEAVE_STATIC_EPOCH : LEAVE_EPOCH };
     } else if (this.state === 'joining') {
       params = { memberEpoch: JOIN_EPOCH, rebalanceTimeoutMs: this.rebalanceTimeoutMs, topics: this.topics,
-        serverAssignor: this.serverAssignor };
+        regex: this.regex, serverAssignor: this.serverAssignor };
     } else {
-      params = { memberEpoch: this.memberEpoch, topics: this.sendSubscription ? this.topics : null };
+      const send = this.sendSubscription;
+      params = { memberEpoch: this.memberEpoch, topics: send ? this.topics : null, regex: send ? this.regex : null };
     }
     params = { memberId: this.memberId, instanceId: this.instanceId, owned: [...this.owned], ...params };
     this.inFlight = params;
@@ -167,7 +171,7 @@ class Membership {
   }
 
   _accepted(sent, answer, nowMs) {
-    if (sent.topics) this.sendSubscription = false;
+    if (sent.topics || sent.regex) this.sendSubscription = false;
     this.state = 'member';
     this.memberEpoch = answer.memberEpoch;
     this.heartbeatIntervalMs = answer.heartbeatIntervalMs;

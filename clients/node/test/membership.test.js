@@ -59,3 +59,16 @@ test('a leave is epoch -1 and ends the membership once answered; a refusal for g
   refused.onAnswer({ error: 'INVALID_GROUP_ID', message: 'empty' }, 10, 100);
   assert.deepStrictEqual([refused.state, refused.error.error], ['failed', 'INVALID_GROUP_ID']);
 });
+
+test('a regex subscription travels in place of names, once, and names replace it again', () => {
+  const m = member();
+  m.subscribe({ regex: 'orders-.*' }, 0);
+  const join = m.nextHeartbeat();
+  assert.deepStrictEqual([join.topics, join.regex], [null, 'orders-.*']);
+  m.onAnswer(ok(1, keys(0)), 10, 100);
+  assert.deepStrictEqual([m.nextHeartbeat().regex], [null]);
+  m.onAnswer(ok(1, null), 20, 100);
+  m.subscribe(['t'], 30);
+  const changed = m.nextHeartbeat();
+  assert.deepStrictEqual([changed.topics, changed.regex], [['t'], null]);
+});
