@@ -10,6 +10,7 @@ import json
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,22 @@ def finished(process: subprocess.Popen[str], timeout_s: float) -> dict:
         raise AssertionError(f"the Node script did not finish within {timeout_s:g} s:\n{stderr[-3000:]}") from None
     assert process.returncode == 0, f"the Node script failed ({process.returncode}):\n{stderr[-3000:]}"
     return json.loads(stdout.strip().splitlines()[-1])
+
+
+def steered(name: str, args: list[str], says: list[str], until: Callable[[], bool], what: str) -> dict:
+    """Run a Node script that prints the lines `says`, then waits for a line on stdin: send it once they came
+    and `until()` holds; the summary the script printed last."""
+    node = subprocess.Popen([node_binary(), script(name), *args], cwd=REPO_ROOT, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for expected in says:
+            assert node.stdout.readline().strip() == expected, node.stderr.read() if node.poll() is not None else ""
+        wait_for(until, READ_DEADLINE_S, what)
+        node.stdin.write("go\n")
+        node.stdin.flush()
+        return finished(node, PRODUCE_DEADLINE_S)
+    finally:
+        node.kill()
 
 
 def acknowledged(acks_file: Path) -> dict[int, tuple[int, int]]:
@@ -130,17 +147,9 @@ def test_node_transactions_commit_abort_and_fence_and_read_committed_shows_only_
 
 def test_a_node_transaction_past_its_timeout_is_aborted_and_the_producer_goes_on_after_aborting(admin, bootstrap):
     topic = create(admin, "node-txn-slow", 1)
-    node = subprocess.Popen([node_binary(), script("txn_timeout.js"), bootstrap, topic], cwd=REPO_ROOT,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert node.stdout.readline().strip() == "written", node.stderr.read() if node.poll() is not None else ""
-        wait_for(lambda: admin.describe_transactions(["node-txn-slow"])[0].state == "CompleteAbort", READ_DEADLINE_S,
-                 "the coordinator's abort of the transaction past its 1 s timeout")
-        node.stdin.write("go\n")
-        node.stdin.flush()
-        summary = finished(node, PRODUCE_DEADLINE_S)
-    finally:
-        node.kill()
+    summary = steered("txn_timeout.js", [bootstrap, topic], ["written"],
+                      lambda: admin.describe_transactions(["node-txn-slow"])[0].state == "CompleteAbort",
+                      "the coordinator's abort of the transaction past its 1 s timeout")
     assert (summary["late"]["ok"], summary["late"]["error"]) == (False, "INVALID_PRODUCER_EPOCH")
     assert summary["commit"]["name"] == "TransactionAbortableError"
     assert "coordinator aborted it after transactionTimeoutMs (1000 ms)" in summary["commit"]["message"]
@@ -177,6 +186,13 @@ def test_a_node_member_subscribed_to_a_regex_reads_the_topics_it_matches_whole_a
     read = run_node(script("regex.js"), bootstrap, "node-rx", "node-rx-[ab]", "40", timeout_s=PRODUCE_DEADLINE_S)
     got = sorted(tuple(pair) for pair in json.loads(read.stdout.splitlines()[-1])["read"])
     assert got == sorted((t, f"{t}/{i}") for t in ("node-rx-a", "node-rx-b") for i in range(20))
+
+
+def test_a_node_member_that_stops_polling_leaves_its_group_and_joins_again_when_it_polls(admin, bootstrap):
+    topic = create(admin, "node-stuck", 2)
+    summary = steered("stuck_member.js", [bootstrap, "node-stuck", topic], ["holding", "left"],
+                      lambda: not admin.describe_groups(["node-stuck"])[0].members, "the stuck member to have left the group")
+    assert summary == {"held": [0, 1], "lost": [0, 1], "heldAgain": [0, 1]}
 
 
 class Member:

@@ -182,6 +182,7 @@ class Consumer {
     if (this.closed) throw new ReplogError('the consumer is closed', 'INVALID_REQUEST');
     if (this.polling) throw new ReplogError('poll() is already running: await it before calling it again', 'INVALID_REQUEST');
     this.polling = true;
+    if (this.group) this.group.polled();
     try {
       const deadline = Date.now() + timeoutMs;
       for (;;) {

@@ -53,12 +53,15 @@ class GroupMember {
     this.log = log;
     this.membership = new Membership({ instanceId, rebalanceTimeoutMs, serverAssignor, newMemberId: randomUUID });
     this.coordinators = new Coordinators(this.cluster, 'group', requestTimeoutMs);
+    this.maxPollIntervalMs = rebalanceTimeoutMs; // Kafka sends max.poll.interval.ms as the rebalance timeout
+    this.polledAtMs = Date.now();
     this.timer = null;
     this.answerWaiters = [];
     this.stats = { heartbeats: 0, heartbeatFailures: 0, rebalances: 0, commits: 0 };
   }
 
   subscribe(topics) {
+    this.polledAtMs = Date.now();
     this.membership.subscribe(topics, Date.now());
     this._schedule();
   }
@@ -80,8 +83,21 @@ class GroupMember {
     }, Math.max(0, dueMs - Date.now()));
   }
 
+  /** poll() was called: the application is alive; a member that left for want of it joins again. */
+  polled() {
+    this.polledAtMs = Date.now();
+    if (this.membership.polled(this.polledAtMs)) this._schedule();
+  }
+
   async _heartbeat() {
     const { membership } = this;
+    const now = Date.now();
+    if (membership.state === 'member' && now - this.polledAtMs > this.maxPollIntervalMs) {
+      this.log.warn(`group ${this.groupId}: poll() was not called for ${now - this.polledAtMs} ms ` +
+        `(rebalanceTimeoutMs, Kafka's max.poll.interval.ms): member ${membership.memberId} leaves the group, and the ` +
+        'next poll() joins again');
+      this.consumer.applyChanges(membership.pollTimerExpired(now));
+    }
     if (membership.heartbeatDueMs() === null) return;
     const params = membership.nextHeartbeat();
     let changes = [];

@@ -58,6 +58,7 @@ class Membership {
     this.asap = false;
     this.inFlight = null;
     this.sendSubscription = false;
+    this.rejoinWhenPolled = false; // left because poll() was not called in time
   }
 
   get inGroup() {
@@ -69,7 +70,7 @@ class Membership {
     this.topics = Array.isArray(subscription) ? [...new Set(subscription)].sort() : null;
     this.regex = Array.isArray(subscription) ? null : subscription.regex;
     this.sendSubscription = true;
-    if (!this.inGroup) {
+    if (this.state === 'unsubscribed' || this.state === 'leaving' || this.state === 'failed') {
       this.state = 'joining';
       this.memberEpoch = JOIN_EPOCH;
       this.error = null;
@@ -79,6 +80,7 @@ class Membership {
 
   /** Leave with the next heartbeat, at once; false when there is nothing to leave. */
   leave(nowMs) {
+    this.rejoinWhenPolled = false;
     if (this.state !== 'joining' && this.state !== 'member') {
       this._forget();
       this.state = 'unsubscribed';
@@ -86,6 +88,27 @@ class Membership {
     }
     this.state = 'leaving';
     this.heartbeatNow(nowMs);
+    return true;
+  }
+
+  /**
+   * poll() was not called within max.poll.interval.ms (rebalanceTimeoutMs): the application is stuck,
+   * so the member leaves and its partitions go to the others (Kafka's rule); the next poll() joins again.
+   */
+  pollTimerExpired(nowMs) {
+    if (this.state !== 'member') return [];
+    const lost = this._forget();
+    this.state = 'leaving';
+    this.rejoinWhenPolled = true;
+    this.heartbeatNow(nowMs);
+    return lost.size ? [{ type: 'lose', keys: lost }] : [];
+  }
+
+  /** poll() was called: a member that left because it was not, joins again (true). */
+  polled(nowMs) {
+    if (!this.rejoinWhenPolled || (this.topics === null && this.regex === null)) return false;
+    this.rejoinWhenPolled = false;
+    this.subscribe(this.topics ?? { regex: this.regex }, nowMs);
     return true;
   }
 

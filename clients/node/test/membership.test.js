@@ -72,3 +72,18 @@ test('a regex subscription travels in place of names, once, and names replace it
   const changed = m.nextHeartbeat();
   assert.deepStrictEqual([changed.topics, changed.regex], [['t'], null]);
 });
+
+test('a member not polled in time leaves, loses its partitions, and joins again with the next poll', () => {
+  const m = member();
+  m.subscribe(['t'], 0);
+  m.nextHeartbeat();
+  m.onAnswer(ok(1, keys(0, 1)), 10, 100);
+  assert.deepStrictEqual(m.pollTimerExpired(20), [{ type: 'lose', keys: new Set(keys(0, 1)) }]);
+  const leave = m.nextHeartbeat();
+  assert.deepStrictEqual([leave.memberEpoch, m.polled(25)], [-1, true]); // polled again before the answer
+  m.onAnswer(ok(-1, null), 30, 100); // the leave's answer changes nothing now
+  const join = m.nextHeartbeat();
+  assert.deepStrictEqual([join.memberEpoch, join.topics, m.state], [0, ['t'], 'joining']);
+  assert.strictEqual(m.polled(40), false);
+  assert.deepStrictEqual(m.pollTimerExpired(40), [], 'only a member leaves for it');
+});
