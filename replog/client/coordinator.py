@@ -45,7 +45,7 @@ Coordinator = tuple[int, str]  # broker id, "host:port"
 
 FIND_AGAIN = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
 LOADING = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
-ENDING_BACKOFF_MS = 5.0  # the first wait after CONCURRENT_TRANSACTIONS, doubling up to retry_backoff_ms
+ENDING_BACKOFF_MS = 1.0  # the first wait after CONCURRENT_TRANSACTIONS, doubling up to retry_backoff_ms
 
 GROUP = "group"
 TRANSACTION = "transactional id"
@@ -136,7 +136,8 @@ class Coordinators:
                 problem = f"broker {coordinator[0]} answered {', '.join(sorted(c.name for c in found))}"
                 if ErrorCode.CONCURRENT_TRANSACTIONS in found:
                     # The last transaction's markers are going out: a matter of milliseconds, so the
-                    # retries start short (Kafka's producer retries these after 20 ms for the same reason).
+                    # retries start short (Kafka's producer waits 20 ms; here the transaction has
+                    # usually ended a millisecond or two after its EndTxn answer, docs/BENCHMARKS.md).
                     ending_attempt += 1
                     await self._back_off(ending_attempt, deadline, f"{method} for {self._key_type} {key!r} did "
                                          "not succeed", problem, ENDING_BACKOFF_MS)
