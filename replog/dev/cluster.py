@@ -146,23 +146,24 @@ def down(cluster: Cluster, *, kill: bool = False) -> list[str]:
     """Stop every process; returns the names of those that had to be killed. With `kill`, SIGKILL them
     all at once, with no controlled shutdown: for a cluster whose data is thrown away next."""
     members = cluster.members()
+    member_grace_s, other_grace_s = (0.0, 0.0) if kill else (TERM_WAIT_S_MAX / 2, 10.0)
     # Brokers first, while a controller can still answer their controlled shutdown.
     killed = []
     for kinds in (("metadata", "broker"), ("controller",)):
         pids = [(m.pid, m.marker) for m in members if m.kind in kinds and m.pid]
-        killed += stop_processes(pids, grace_s=0 if kill else TERM_WAIT_S_MAX / 2)
+        killed += stop_processes(pids, grace_s=member_grace_s)
     names = [m.name for m in members if m.pid in killed]
     for member in members:
         cluster.record_pid(member, None)
     recorded = cluster.prometheus
     if recorded is not None and recorded["pid"]:
-        if stop_processes([(recorded["pid"], cluster.prometheus_marker)], grace_s=0 if kill else 10.0):
+        if stop_processes([(recorded["pid"], cluster.prometheus_marker)], grace_s=other_grace_s):
             names.append("prometheus")
         recorded["pid"] = None
         cluster.save()
     zk = cluster.state["zookeeper"]
     if not zk["external"] and zk["pid"]:
-        if stop_processes([(zk["pid"], cluster.zookeeper_marker)], grace_s=0 if kill else 10.0):
+        if stop_processes([(zk["pid"], cluster.zookeeper_marker)], grace_s=other_grace_s):
             names.append("zookeeper")
         zk["pid"] = None
         cluster.save()

@@ -93,10 +93,8 @@ class Consumer {
    */
   groupMetadata() {
     if (!this.config.groupId) throw new ReplogError('groupMetadata() needs a groupId', 'INVALID_GROUP_ID');
-    const membership = this.group?.membership;
-    const inGroup = membership && (membership.state === 'member' || membership.state === 'leaving');
-    return { groupId: this.config.groupId, memberId: inGroup ? membership.memberId : '',
-      memberEpoch: inGroup ? membership.memberEpoch : -1 };
+    const { memberId, memberEpoch } = this.group?.membership.committer ?? { memberId: '', memberEpoch: -1 };
+    return { groupId: this.config.groupId, memberId, memberEpoch };
   }
 
   /** The partitions read now. */

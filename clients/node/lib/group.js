@@ -210,11 +210,11 @@ class GroupMember {
         await this.nextAnswer(Math.max(deadline - Date.now(), 1));
         continue;
       }
-      const inGroup = membership.state === 'member' || membership.state === 'leaving';
+      const { memberId, memberEpoch } = membership.committer;
       const request = {
         group_id: this.groupId,
-        member_id: inGroup ? membership.memberId : '',
-        member_epoch: inGroup ? membership.memberEpoch : -1,
+        member_id: memberId,
+        member_epoch: memberEpoch,
         topics: offsetCommitTopics(pending),
       };
       let response;

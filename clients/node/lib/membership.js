@@ -61,6 +61,12 @@ class Membership {
     this.rejoinWhenPolled = false; // left because poll() was not called in time
   }
 
+  /** Who commits offsets: the member's id and epoch once it has joined, else '' and -1 (no member check). */
+  get committer() {
+    const joined = this.state === 'member' || this.state === 'leaving';
+    return { memberId: joined ? this.memberId : '', memberEpoch: joined ? this.memberEpoch : -1 };
+  }
+
   get inGroup() {
     return this.state === 'joining' || this.state === 'member' || this.state === 'leaving';
   }

@@ -137,7 +137,7 @@ class Producer {
    */
   send(record) {
     if (this.closed) return Promise.reject(new ReplogError('the producer is closed', 'INVALID_REQUEST'));
-    if (this.txn && this.txn.state !== 'IN_TRANSACTION') {
+    if (this.txn) {
       try {
         this.txn.checkSend();
       } catch (error) {
@@ -153,12 +153,14 @@ class Producer {
 
   /**
    * `then(partitions)` once the topic's partitions (and, idempotent, a producer id) are known. The
-   * record counts as pending meanwhile, so that flush() and commitTransaction() wait for it too.
+   * record counts as pending meanwhile, so that flush() and commitTransaction() wait for it too; it
+   * is refused if its transaction ended meanwhile.
    */
   _prepared(topic, then) {
     this.pendingRecords++;
     return this._prepare(topic).then((partitions) => {
       try {
+        if (this.txn) this.txn.checkAppend();
         return then(partitions);
       } finally {
         this._done(1);
@@ -210,7 +212,6 @@ class Producer {
       : typeof record.key === 'string' ? Buffer.from(record.key, 'utf8') : record.key;
     let batch;
     try {
-      if (this.txn) this.txn.checkAppend();
       const partition = this._place(record.topic, key, record.partition, partitions);
       batch = this._appendTo(record.topic, partition, partitions,
         { key, value: record.value, headers: record.headers, timestamp: record.timestamp },
@@ -240,7 +241,6 @@ class Producer {
   }
 
   _sendManyTo(topic, values, partition, partitions) {
-    if (this.txn) this.txn.checkAppend();
     const handle = { remaining: 0, count: values.length, failed: false, resolve: null, reject: null };
     const done = new Promise((resolve, reject) => Object.assign(handle, { resolve, reject }));
     let last = null;
@@ -298,7 +298,8 @@ class Producer {
       throw new ReplogError(`the record cannot be encoded: ${error.message}`, 'INVALID_RECORD');
     }
     const batch = queue.open;
-    if (this.txn && this.txn.notePartition(queue.key)) this._drainSoon();
+    // A transaction starts with no open batch, so a partition is new to it only with a new batch.
+    if (this.txn && batch.builder.count === 1 && this.txn.notePartition(queue.key)) this._drainSoon();
     if (sticky) this.partitioner.record(topic, partitions.size, size, availablePartitions(partitions));
     this.pendingRecords++;
     this.stats.records++;

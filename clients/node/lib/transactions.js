@@ -13,7 +13,7 @@ const {
   ProducerFencedError, ReplogError, TransactionAbortableError, TransactionFatalError, TransactionStateError, errorName,
 } = require('./errors');
 const { byTopic, offsetCommitTopics } = require('./group');
-const { partitionKey } = require('./membership');
+const { partitionKey, splitKey } = require('./membership');
 
 // (state, event) -> next state. A move the table does not list is the application's mistake (begin
 // twice, commit with no transaction open, send outside one): the call is refused and nothing moves.
@@ -158,13 +158,11 @@ class TransactionManager {
 
   // -- the application's calls ---------------------------------------------------------------------
 
-  /** Take the table's move for the application's call `what`; the state before it. Throws when there is none. */
+  /** Take the table's move for the application's call `what`; throws when there is none. */
   move(event, what) {
     const after = nextState(this.state, event);
     if (after === null) throw this.refusal(what);
-    const before = this.state;
     this.state = after;
-    return before;
   }
 
   /** send() writes only inside a transaction. */
@@ -443,7 +441,8 @@ function commitCodes(response) {
 }
 
 function printable(key) {
-  return key.replace('\u0000', '-');
+  const { topic, partition } = splitKey(key);
+  return `${topic}-${partition}`;
 }
 
 module.exports = {
