@@ -5,8 +5,8 @@ Starts `replog dev up` (3 brokers, 1 controller) in a temporary directory and ru
 
 - **python**: `replog bench produce --acks all --partitions 6 --replication-factor 3` (idempotent,
   5 batches in flight per partition, ~1 MiB batches: the Python producer's defaults);
-- **node**: bench/node_producer.js, the Node client (clients/node) with acks=all (idempotent, one
-  batch in flight per partition, ~1 MiB batches), records without a key, as many as Python's;
+- **node**: bench/node_producer.js, the Node client (clients/node) with acks=all (idempotent, up to
+  5 batches in flight per partition on a `ProduceStream` per leader, ~1 MiB batches), records without a key, as many as Python's;
 
 each a client process of its own on a new 6-partition topic, deleted after its run, so that every
 run finds the same cluster. Reports records/s and MB/s as medians (min–max), and Node's records/s

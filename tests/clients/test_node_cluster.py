@@ -53,8 +53,10 @@ def read_all(bootstrap: str, topic: str, partitions: int, count: int, isolation_
     return records
 
 
-def node_produce(bootstrap: str, topic: str, count: int, rate: int, acks_file: Path) -> subprocess.Popen[str]:
-    return start_node(script("produce.js"), bootstrap, topic, str(count), str(rate), str(acks_file))
+def node_produce(bootstrap: str, topic: str, count: int, rate: int, acks_file: Path,
+                 batch_size_bytes: int = 65536) -> subprocess.Popen[str]:
+    return start_node(script("produce.js"), bootstrap, topic, str(count), str(rate), str(acks_file),
+                      str(batch_size_bytes))
 
 
 def finished(process: subprocess.Popen[str], timeout_s: float) -> dict:
@@ -260,10 +262,13 @@ def test_a_node_member_and_a_python_member_share_a_group_and_read_every_record_o
     assert not [e for e in python.events() + node.events() if e["event"] in ("error", "commit_failed", "lost")]
 
 
-def test_a_leader_sigkilled_while_node_produces_loses_nothing_node_acknowledged(cluster, admin, bootstrap, tmp_path):
-    topic, partitions, count = create(admin, "node-failover", 6, 3, **{"min.insync.replicas": "2"}), 6, 20_000
+def test_a_leader_sigkilled_while_node_produces_loses_nothing_node_acknowledged_and_keeps_order(
+        cluster, admin, bootstrap, tmp_path):
+    # Batches of 512 bytes at 10,000 records/s fill several times per round trip, so each partition has
+    # up to five in flight on its leader's stream when the leader dies, and they come back to be retried.
+    topic, partitions, count = create(admin, "node-failover", 6, 3, **{"min.insync.replicas": "2"}), 6, 30_000
     acks_file = tmp_path / "acks"
-    producer = node_produce(bootstrap, topic, count, 4_000, acks_file)
+    producer = node_produce(bootstrap, topic, count, 10_000, acks_file, batch_size_bytes=512)
     victim = admin.cluster().leader_of(TopicPartition(topic, 0))
     wait_for(lambda: acks_file.exists() and len(acks_file.read_text().splitlines()) >= count // 4, 60,
              "a quarter of the records acknowledged")
@@ -283,6 +288,9 @@ def test_a_leader_sigkilled_while_node_produces_loses_nothing_node_acknowledged(
     assert not lost, f"{len(lost)} acknowledged records are not where their acknowledgement said"
     values = [r.value for r in records]
     assert len(values) == len(set(values)), "idempotence wrote each record once"
+    for partition in range(partitions):
+        sent = [int(r.value.split(b"-")[1]) for r in sorted(records, key=lambda r: r.offset) if r.partition == partition]
+        assert sent == sorted(sent), f"partition {partition} holds records out of the order they were sent"
 
 
 def test_a_request_refused_whole_names_its_kafka_error_to_a_node_client(bootstrap):

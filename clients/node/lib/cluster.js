@@ -7,6 +7,7 @@ const grpc = require('@grpc/grpc-js');
 const { api, channelOptions } = require('./proto');
 const { ReplogError, errorName, fromServiceError } = require('./errors');
 const { channelSecurity } = require('./security');
+const { RequestStream } = require('./request_stream');
 
 const METADATA_TIMEOUT_MS = 10000;
 
@@ -45,6 +46,7 @@ class Cluster {
     this.brokers = new Map(); // id -> "host:port"
     this.topics = new Map(); // name -> {partitions: Map(partition -> {leader, leaderEpoch})} or {error}
     this.clients = new Map(); // "host:port" -> {broker, coordinator}
+    this.produceStreams = new Map(); // "host:port" -> RequestStream of ProduceStream
     this.controllerAddress = null; // the active controller, "host:port"
     this.refreshing = null;
   }
@@ -155,6 +157,18 @@ class Cluster {
     return this._clientsAt(this._address(brokerId)).broker;
   }
 
+  /** The ProduceStream to a broker id, kept open (opened again after it breaks); throws when its address is unknown. */
+  produceStream(brokerId) {
+    const address = this._address(brokerId);
+    let stream = this.produceStreams.get(address);
+    if (!stream) {
+      const { broker } = this._clientsAt(address);
+      stream = new RequestStream(() => broker.ProduceStream(), `ProduceStream to broker ${brokerId} at ${address}`);
+      this.produceStreams.set(address, stream);
+    }
+    return stream;
+  }
+
   /** A ControllerService client on the active controller (admin requests); metadata first. */
   controller() {
     if (!this.controllerAddress) throw new ReplogError('no active controller is known', 'NOT_CONTROLLER');
@@ -183,6 +197,8 @@ class Cluster {
   }
 
   close() {
+    for (const stream of this.produceStreams.values()) stream.close();
+    this.produceStreams.clear();
     for (const clients of this.clients.values()) {
       for (const client of Object.values(clients)) client.close();
     }

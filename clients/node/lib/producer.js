@@ -1,10 +1,16 @@
 'use strict';
 // The producer: records are partitioned (murmur2 for keys, sticky without), appended to one open
-// batch per partition, and sent to each partition's leader in one Produce request per leader
-// covering its ready partitions. A partition has at most one batch in flight, so a retried batch
-// never overtakes a later one. Leader errors refresh the metadata and retry until the delivery
-// timeout; with idempotence (the default with acks=all, as in Kafka) the batches carry a producer
-// id and sequence numbers, so the leader writes a retried batch once. With a transactionalId the
+// batch per partition, and sent to each partition's leader in requests covering its ready
+// partitions, on one ProduceStream per leader (the broker appends a stream's requests in order).
+// Leader errors refresh the metadata and retry until the delivery timeout. With idempotence (the
+// default with acks=all, as in Kafka) the batches carry a producer id and sequence numbers, so the
+// leader writes a retried batch once, and up to maxRequestsPerLeader (at most 5, as Kafka's
+// max.in.flight.requests.per.connection) batches of a partition are in flight at once; when one
+// comes back for a retry nothing more of its partition leaves until the rest are back, and then
+// they go again in order. Without idempotence a partition has one batch in flight, so a retried
+// batch never overtakes a later one. Only full batches join a partition's batches in flight: one
+// that is not full keeps filling until they are answered, as the Python producer does, so that a
+// steady trickle of records does not become a request per record. With a transactionalId the
 // producer writes in transactions (lib/transactions.js): a partition's batches leave once the
 // coordinator added the partition to the open transaction.
 
@@ -18,6 +24,7 @@ const { makeLogger } = require('./logger');
 
 const ACKS = { all: -1, '-1': -1, 1: 1, '1': 1, 0: 0, '0': 0 };
 const SEQUENCE_MAX = 2 ** 31 - 1;
+const IDEMPOTENT_IN_FLIGHT_MAX = 5; // the batches per producer a leader remembers (Kafka's limit too)
 const DEFAULTS = Object.freeze({
   acks: 'all',
   lingerMs: 5,
@@ -45,6 +52,7 @@ class Batch {
     this.bytes = null; // built at the first send, sent again as they are on a retry
     this.writer = null; // the producer id and epoch `bytes` carry
     this.attempts = 0;
+    this.order = 0; // its place among its partition's batches, set when it is sealed
   }
 }
 
@@ -54,8 +62,10 @@ class PartitionQueue {
     this.partition = partition;
     this.key = partitionKey(topic, partition);
     this.open = null; // the batch records are appended to
-    this.ready = []; // sealed batches, oldest first
-    this.inFlight = false;
+    this.ready = []; // sealed batches not in flight (new, or back for a retry), oldest first
+    this.flying = []; // batches sent and not answered, in the order they left
+    this.retrying = false; // a batch came back for a retry while others flew: none leaves until they are back
+    this.sealed = 0; // batches sealed so far, to order them
     this.retryAtMs = 0;
     this.nextSequence = 0;
     this.sequenceOwner = null; // the producer id and epoch nextSequence counts for
@@ -80,6 +90,13 @@ class Producer {
     if (this.idempotent && acks !== -1) {
       throw new ReplogError('an idempotent producer needs acks=all (as in Kafka)', 'INVALID_CONFIG');
     }
+    const inFlight = this.config.maxRequestsPerLeader;
+    if (!Number.isInteger(inFlight) || inFlight < 1 || (this.idempotent && inFlight > IDEMPOTENT_IN_FLIGHT_MAX)) {
+      throw new ReplogError(`maxRequestsPerLeader must be a whole number from 1 to ${this.idempotent
+        ? `${IDEMPOTENT_IN_FLIGHT_MAX} for an idempotent producer (a leader remembers the last 5 batches of a producer)`
+        : 'up'}, not ${JSON.stringify(inFlight)}`, 'INVALID_CONFIG');
+    }
+    this.inFlightPerPartition = this.idempotent ? inFlight : 1;
     this.log = makeLogger(this.config.logger, 'producer');
     this.cluster = new Cluster(bootstrap, { clientId: this.config.clientId, security: this.config.security });
     this.txn = this.transactionalId === null ? null : new TransactionManager({
@@ -321,6 +338,7 @@ class Producer {
   }
 
   _seal(queue) {
+    queue.open.order = ++queue.sealed;
     queue.ready.push(queue.open);
     queue.open = null;
     this.stats.batches++;
@@ -359,11 +377,12 @@ class Producer {
     let wakeAtMs = Infinity;
     let leaderMissing = false;
     for (const queue of this.queues.values()) {
-      if (queue.open !== null) {
+      // A batch that is not full waits for the partition's batches in flight (their answers drain again).
+      if (queue.open !== null && (flushing || queue.flying.length === 0)) {
         if (flushing || now - queue.open.createdMs >= this.config.lingerMs) this._seal(queue);
         else wakeAtMs = Math.min(wakeAtMs, queue.open.createdMs + this.config.lingerMs);
       }
-      if (queue.ready.length === 0 || queue.inFlight) continue;
+      if (!this._canSend(queue)) continue;
       if (this._expire(queue, now)) continue;
       if (this.txn && !this.txn.added.has(queue.key)) continue; // its AddPartitionsToTxn is on its way
       if (queue.retryAtMs > now) {
@@ -386,12 +405,18 @@ class Producer {
     if (wakeAtMs < Infinity) this._wakeAt(wakeAtMs);
   }
 
+  /** Whether the partition has a batch to send and room for it in flight. */
+  _canSend(queue) {
+    if (queue.ready.length === 0) return false;
+    if (queue.flying.length === 0) return true;
+    return !queue.retrying && queue.flying.length < this.inFlightPerPartition;
+  }
+
   /** Fail every batch not sent: the transaction is aborting, cannot commit, or the producer was fenced. */
   _giveUpQueued() {
     for (const queue of this.queues.values()) {
       if (queue.open !== null) this._seal(queue);
-      const kept = queue.inFlight ? 1 : 0;
-      for (const batch of queue.ready.splice(kept)) {
+      for (const batch of queue.ready.splice(0)) {
         this._fail(batch, this.txn.givenUp(queue.topic, queue.partition, batch.builder.count));
       }
     }
@@ -407,23 +432,23 @@ class Producer {
     return queue.ready.length === 0;
   }
 
+  /** Requests to one leader, each with the next batch of each partition that can send one, up to maxRequestBytes. */
   _sendTo(leaderId, queues) {
     let inFlight = this.requestsInFlight.get(leaderId) ?? 0;
-    let start = 0;
-    while (start < queues.length && inFlight < this.config.maxRequestsPerLeader) {
+    let sendable = queues;
+    while (sendable.length > 0 && inFlight < this.config.maxRequestsPerLeader) {
       const taken = [];
       let bytes = 0;
-      while (start < queues.length) {
-        const queue = queues[start];
-        const batch = queue.ready[0];
-        const data = this._bytesOf(queue, batch);
-        if (taken.length > 0 && bytes + data.length > this.config.maxRequestBytes) break;
-        taken.push(queue);
-        bytes += data.length;
-        start++;
+      for (const queue of sendable) {
+        const size = this._bytesOf(queue, queue.ready[0]).length;
+        if (taken.length > 0 && bytes + size > this.config.maxRequestBytes) continue;
+        taken.push({ queue, batch: queue.ready.shift() });
+        queue.flying.push(taken[taken.length - 1].batch);
+        bytes += size;
       }
       inFlight++;
       this._produce(leaderId, taken);
+      sendable = sendable.filter((queue) => this._canSend(queue));
     }
     this.requestsInFlight.set(leaderId, inFlight);
   }
@@ -438,7 +463,8 @@ class Producer {
         queue.sequenceOwner = writer;
         queue.nextSequence = 0;
       }
-      baseSequence = queue.nextSequence;
+      baseSequence = queue.nextSequence; // numbered when it first leaves, in the order batches leave
+      queue.nextSequence = (queue.nextSequence + batch.builder.count) % (SEQUENCE_MAX + 1);
     }
     batch.bytes = batch.builder.build({
       compression: this.config.compression,
@@ -451,15 +477,15 @@ class Producer {
     return batch.bytes;
   }
 
-  _produce(leaderId, queues) {
+  /** Send one request of `taken` ({queue, batch}, one batch per partition) on the leader's ProduceStream. */
+  _produce(leaderId, taken) {
     const topics = new Map();
-    for (const queue of queues) {
-      queue.inFlight = true;
-      queue.ready[0].attempts++;
+    for (const { queue, batch } of taken) {
+      batch.attempts++;
       if (!topics.has(queue.topic)) topics.set(queue.topic, []);
       const leader = this.cluster.leaderOf(queue.topic, queue.partition);
       topics.get(queue.topic).push({
-        partition: queue.partition, records: queue.ready[0].bytes, current_leader_epoch: leader.leaderEpoch,
+        partition: queue.partition, records: batch.bytes, current_leader_epoch: leader.leaderEpoch,
       });
     }
     const request = {
@@ -469,20 +495,20 @@ class Producer {
       topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
     };
     this.stats.requests++;
-    let client;
+    let stream;
     try {
-      client = this.cluster.broker(leaderId);
+      stream = this.cluster.produceStream(leaderId);
     } catch (error) {
-      this._answered(leaderId, queues, null, error);
+      this._answered(leaderId, taken, null, error);
       return;
     }
-    unary(client, 'Produce', request, this.config.requestTimeoutMs + 5000).then(
-      (response) => this._answered(leaderId, queues, response, null),
-      (error) => this._answered(leaderId, queues, null, error),
+    stream.request({ request }, this.config.requestTimeoutMs + 5000).then(
+      (answer) => this._answered(leaderId, taken, answer.response, null),
+      (error) => this._answered(leaderId, taken, null, error),
     );
   }
 
-  _answered(leaderId, queues, response, requestError) {
+  _answered(leaderId, taken, response, requestError) {
     this.requestsInFlight.set(leaderId, (this.requestsInFlight.get(leaderId) ?? 1) - 1);
     const now = Date.now();
     const results = new Map();
@@ -492,9 +518,9 @@ class Producer {
         for (const p of topic.partitions) results.set(`${topic.topic}\u0000${p.partition}`, p);
       }
     }
-    for (const queue of queues) {
-      queue.inFlight = false;
-      const batch = queue.ready[0];
+    for (const { queue, batch } of taken) {
+      queue.flying.splice(queue.flying.indexOf(batch), 1);
+      if (queue.flying.length === 0) queue.retrying = false;
       const result = results.get(`${queue.topic}\u0000${queue.partition}`);
       const error = requestError ?? (result ? null
         : new ReplogError(`the answer left out ${queue.topic}-${queue.partition}`, 'UNKNOWN_SERVER_ERROR'));
@@ -504,8 +530,6 @@ class Producer {
       }
       const code = errorName(result.error_code);
       if (code === 'NONE') {
-        queue.ready.shift();
-        if (this.idempotent) queue.nextSequence = (queue.nextSequence + batch.builder.count) % (SEQUENCE_MAX + 1);
         this._succeed(queue, batch, result.base_offset);
         continue;
       }
@@ -515,8 +539,12 @@ class Producer {
       }
       const failure = new ReplogError(`producing to ${queue.topic}-${queue.partition} failed: ${code}: ` +
         `${result.error_message}`, code);
+      if (code === 'OUT_OF_ORDER_SEQUENCE_NUMBER' && this._hasEarlier(queue, batch)) {
+        // An earlier batch of the partition is coming again; this one follows it.
+        this._retryOrFail(queue, batch, failure, now, true);
+        continue;
+      }
       if (this.idempotent && SEQUENCE_BROKEN.has(code)) {
-        queue.ready.shift();
         this._fail(batch, failure);
         if (!this.txn) this._resetProducerId(code); // a transaction's epoch moves only at its end
         continue;
@@ -526,16 +554,25 @@ class Producer {
     this._drainSoon();
   }
 
-  _retryOrFail(queue, batch, error, now) {
-    if (error.retriable && now + this.config.retryBackoffMs < batch.deadlineMs) {
+  /** Put a failed batch back for a retry, ahead of its partition's later batches, or fail it for good. */
+  _retryOrFail(queue, batch, error, now, retriable = error.retriable) {
+    if (retriable && now + this.config.retryBackoffMs < batch.deadlineMs) {
       this.stats.retries++;
       queue.retryAtMs = now + this.config.retryBackoffMs;
+      let at = 0;
+      while (at < queue.ready.length && queue.ready[at].order < batch.order) at++;
+      queue.ready.splice(at, 0, batch);
+      if (queue.flying.length > 0) queue.retrying = true;
       this.log.warn(`retrying ${queue.topic}-${queue.partition} (attempt ${batch.attempts + 1}): ${error.message}`);
       if (STALE_LEADER.has(error.error) || error.grpcCode !== undefined) this._refreshMetadata();
       return;
     }
-    queue.ready.shift();
     this._fail(batch, error);
+  }
+
+  /** Whether a batch of the partition sealed before `batch` is still to be acknowledged. */
+  _hasEarlier(queue, batch) {
+    return queue.flying.some((b) => b.order < batch.order) || queue.ready.some((b) => b.order < batch.order);
   }
 
   _succeed(queue, batch, baseOffset) {

@@ -2,18 +2,19 @@
 // The Node producer writing COUNT keyed records ("key-<i>" -> "value-<i>") with acks=all, RATE
 // records per second at most (0: as fast as it can). Each acknowledgement is written at once to
 // ACKS_FILE as a JSON line [i, partition, offset], so that a test can act halfway; the last line of
-// stdout is a summary {acked, failed, errors, metrics}.
-//   node produce.js BOOTSTRAP TOPIC COUNT RATE ACKS_FILE
+// stdout is a summary {acked, failed, errors, metrics}. A small BATCH_SIZE_BYTES fills batches fast,
+// so that several of a partition are in flight at once.
+//   node produce.js BOOTSTRAP TOPIC COUNT RATE ACKS_FILE [BATCH_SIZE_BYTES]
 const fs = require('node:fs');
 const { Producer } = require('../../../clients/node');
 
 const TICK_MS = 20;
 
 async function main() {
-  const [bootstrap, topic, count, rate, acksFile] = process.argv.slice(2);
+  const [bootstrap, topic, count, rate, acksFile, batchSizeBytes = '65536'] = process.argv.slice(2);
   const total = Number(count);
   const out = fs.openSync(acksFile, 'w');
-  const producer = new Producer(bootstrap, { acks: 'all', deliveryTimeoutMs: 60000 });
+  const producer = new Producer(bootstrap, { acks: 'all', deliveryTimeoutMs: 60000, batchSizeBytes: Number(batchSizeBytes) });
   const summary = { acked: 0, failed: 0, errors: [] };
   const sends = [];
   const send = (i) => producer.send({ topic, key: `key-${i}`, value: `value-${i}` }).then(
