@@ -2,14 +2,15 @@
 // The Node client's producer as `replog bench produce` measures the Python one: COUNT records of
 // SIZE random bytes without a key (sticky partitions), acks=all (idempotent, the default), into an
 // existing topic, handed over CHUNK_RECORDS at a time with sendMany (as the Python bench uses
-// send_many), as fast as the producer takes them; at most PENDING_MAX records wait for their
-// acknowledgement at a time. Prints one JSON line: records_per_s, mb_per_s, elapsed_s, metrics.
+// send_many), as fast as the producer takes them; at most PENDING_BYTES of values wait for their
+// acknowledgement at a time, the memory the Python producer buffers by default (buffer_memory).
+// Prints one JSON line: records_per_s, mb_per_s, elapsed_s, metrics.
 //   node bench/node_producer.js BOOTSTRAP TOPIC COUNT SIZE [BATCH_SIZE_BYTES]
 const crypto = require('node:crypto');
 const { Producer } = require('../clients/node');
 
 const CHUNK_RECORDS = 10000;
-const PENDING_MAX = 200000;
+const PENDING_BYTES = 32 * 1024 * 1024;
 const MiB = 1024 * 1024;
 
 async function main() {
@@ -26,7 +27,7 @@ async function main() {
   for (let sent = 0; sent < total; sent += CHUNK_RECORDS) {
     const values = total - sent >= CHUNK_RECORDS ? chunk : chunk.slice(0, total - sent);
     chunks.push(producer.sendMany(topic, values).catch((error) => { failed = failed ?? error; }));
-    while (chunks.length * CHUNK_RECORDS > PENDING_MAX) await chunks.shift();
+    while (chunks.length * CHUNK_RECORDS * Number(size) > PENDING_BYTES) await chunks.shift();
   }
   await Promise.all(chunks);
   await producer.flush();
