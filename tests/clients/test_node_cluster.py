@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from replog.client import Consumer, NewTopic, Producer, TopicPartition
+from replog.client import Consumer, NewTopic, PreparedTransaction, Producer, TopicPartition
 from replog.client.partitioner import partition_for_key
 from tests.clients.node import REPO_ROOT, node_binary, run_node, script, start_node
 from tests.integration.cluster import started, wait_for
@@ -158,6 +158,26 @@ def test_a_node_transaction_past_its_timeout_is_aborted_and_the_producer_goes_on
     assert summary["abort"]["ok"] and summary["next"]["ok"], summary
     assert (summary["metrics"]["transactionsAborted"], summary["metrics"]["transactionsCommitted"]) == (1, 1)
     assert [r.value for r in read_all(bootstrap, topic, 1, 1, isolation_level="read_committed")] == [b"next"]
+
+
+def test_node_two_phase_commits_are_ended_by_an_admin_by_the_producer_or_by_python(admin, bootstrap):
+    topic = create(admin, "node-2pc", 1)
+    summary = finished(start_node(script("two_phase.js"), bootstrap, topic, "node-2pc"), PRODUCE_DEADLINE_S)
+    assert [line.split(":")[0] for line in summary["refused"]] == ["TransactionStateError"] * 2, summary["refused"]
+    assert all("refused in state PREPARED" in line for line in summary["refused"])
+    assert summary["stale"].startswith("ProducerFencedError"), summary["stale"]
+
+    prepared = summary["prepared"]  # left open by the Node producer, prepared; ended here, in Python
+    (open_one,) = admin.describe_transactions(["node-2pc"])
+    assert open_one.state == "Ongoing" and open_one.producer_epoch == prepared["producerEpoch"]
+    admin.end_transaction(PreparedTransaction(prepared["transactionalId"], prepared["producerId"],
+                                              prepared["producerEpoch"]), commit=True)
+
+    expected = [b"%s-%d" % (prefix, i) for prefix in (b"admin-commit", b"self-commit", b"python") for i in range(10)]
+    visible = read_all(bootstrap, topic, 1, len(expected), isolation_level="read_committed")
+    assert [r.value for r in visible] == expected
+    everything = [r.value for r in read_all(bootstrap, topic, 1, 40)]
+    assert [v for v in everything if v.startswith(b"admin-abort")] == [b"admin-abort-%d" % i for i in range(10)]
 
 
 def test_the_readme_copier_moves_every_record_once_with_its_offsets_in_the_same_transactions(admin, bootstrap):

@@ -77,6 +77,7 @@ def test_node_retries_the_errors_python_retries() -> None:
 def test_node_moves_between_transaction_states_and_reads_answers_as_python_does() -> None:
     events = {ProducerTxnEvent.INIT: "init", ProducerTxnEvent.INITIALIZED: "initialized",
               ProducerTxnEvent.BEGIN: "begin", ProducerTxnEvent.COMMIT: "commit", ProducerTxnEvent.ABORT: "abort",
+              ProducerTxnEvent.PREPARE: "prepare",
               ProducerTxnEvent.ENDED: "ended", ProducerTxnEvent.ABORTABLE_ERROR: "abortable",
               ProducerTxnEvent.FATAL_ERROR: "fatal"}
     reactions = {Reaction.DONE: "done", Reaction.FIND_COORDINATOR: "findCoordinator", Reaction.RETRY: "retry",
@@ -84,10 +85,9 @@ def test_node_moves_between_transaction_states_and_reads_answers_as_python_does(
     codes = [code.name for code in ErrorCode]
     node = json.loads(run_node(script("codec.js"), "transactions", input_text=json.dumps(codes)).stdout)
 
-    # The Node client has no two-phase commit: Python's table without PREPARED and prepare_transaction().
-    python_moves = sorted([state.name, events[event], after.name] for (state, event), after in TRANSITIONS.items()
-                          if ProducerTxnState.PREPARED not in (state, after) and event is not ProducerTxnEvent.PREPARE)
+    python_moves = sorted([state.name, events[event], after.name] for (state, event), after in TRANSITIONS.items())
     assert sorted(node["transitions"]) == python_moves
+    assert sorted(node["states"]) == sorted(state.name for state in ProducerTxnState)
     for request in Request:
         assert node["reactions"][request.value] == {code.name: reactions[reaction(request, code)] for code in ErrorCode}
 

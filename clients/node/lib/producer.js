@@ -692,6 +692,20 @@ class Producer {
   }
 
   /**
+   * The first phase of a two-phase commit (KIP-939): send every record of the transaction and wait for
+   * them, then add nothing more. Resolves with {transactionalId, producerId, producerEpoch}, which
+   * Admin.endTransaction() anywhere (or commitTransaction() / abortTransaction() here) takes to end it;
+   * the transaction stays open until then, also after close(), or until its coordinator aborts it
+   * after transactionTimeoutMs. Throws TransactionAbortableError when a record failed (abort then).
+   */
+  async prepareTransaction() {
+    const txn = this._transactions('prepareTransaction()');
+    txn.checkOpen('prepareTransaction()');
+    await this.flush();
+    return txn.prepared();
+  }
+
+  /**
    * Abort the transaction: records not sent yet fail, the coordinator writes abort markers, and the
    * next transaction may begin. Throws ProducerFencedError when a newer producer took over.
    */

@@ -2,7 +2,12 @@
 // A transactional producer's transactions (docs/TRANSACTIONS.md, "The RPCs as a client sees them"):
 // its states and the one table of moves between them, what each answer of a coordinator or a
 // leader means to it, and its calls to the transaction coordinator and the group coordinator. The
-// table and the reactions are those of replog/core/txn/producer.py, without the two-phase commit.
+// table and the reactions are those of replog/core/txn/producer.py.
+//
+// PREPARED is the first phase of a two-phase commit (KIP-939): every record and offset of the
+// transaction is written and acknowledged, nothing more may be added, and the decision may be made
+// elsewhere, with EndTxn for the producer id and epoch the transaction was written with
+// (Admin.endTransaction()); close() leaves a prepared transaction open for it.
 //
 // Every end bumps the producer's epoch (KIP-890): EndTxn answers the id and epoch the next
 // transaction writes with, and every partition's sequence numbers start at 0 again.
@@ -23,6 +28,9 @@ const TRANSITIONS = new Map(Object.entries({
   'INITIALIZING initialized': 'READY',
   'READY begin': 'IN_TRANSACTION',
   'IN_TRANSACTION commit': 'COMMITTING',
+  'IN_TRANSACTION prepare': 'PREPARED',
+  'PREPARED commit': 'COMMITTING',
+  'PREPARED abort': 'ABORTING',
   'COMMITTING commit': 'COMMITTING', // called again after it timed out
   'IN_TRANSACTION abort': 'ABORTING',
   'ABORTABLE_ERROR abort': 'ABORTING',
@@ -34,8 +42,8 @@ const TRANSITIONS = new Map(Object.entries({
   'ABORTABLE_ERROR abortable': 'ABORTABLE_ERROR',
   'ABORTING abortable': 'ABORTING', // a batch given up while aborting: expected
 }));
-const STATES = ['UNINITIALIZED', 'INITIALIZING', 'READY', 'IN_TRANSACTION', 'COMMITTING', 'ABORTING', 'ABORTABLE_ERROR',
-  'FATAL_ERROR'];
+const STATES = ['UNINITIALIZED', 'INITIALIZING', 'READY', 'IN_TRANSACTION', 'PREPARED', 'COMMITTING', 'ABORTING',
+  'ABORTABLE_ERROR', 'FATAL_ERROR'];
 
 /** Where `event` takes a producer in `state`; null when the table has no such move. Any state may turn fatal. */
 function nextState(state, event) {
@@ -49,6 +57,8 @@ const HINTS = {
   INITIALIZING: 'initTransactions() has not finished; call it again',
   READY: 'no transaction is open; call beginTransaction() first',
   IN_TRANSACTION: 'a transaction is open; commit or abort it first',
+  PREPARED: 'the transaction is prepared; commit or abort it, or close the producer and leave it to whoever ' +
+    'holds its prepared transaction (Admin.endTransaction())',
   COMMITTING: 'the transaction is being committed; call commitTransaction() again to finish it',
   ABORTING: 'the transaction is being aborted; call abortTransaction() again to finish it',
 };
@@ -187,6 +197,23 @@ class TransactionManager {
         `since ${this.error.message}`, this.error.error);
     }
     return new TransactionStateError(`${what} is refused in state ${this.state}: ${HINTS[this.state]}`);
+  }
+
+  /**
+   * IN_TRANSACTION to PREPARED, once every record is acknowledged (the producer flushed): what EndTxn must
+   * name to end the transaction from elsewhere, {transactionalId, producerId, producerEpoch}.
+   */
+  prepared() {
+    this.checkOpen('prepareTransaction()');
+    if (!this.started) {
+      throw new TransactionStateError('prepareTransaction() is refused: the transaction has written nothing, so ' +
+        'there is nothing for anyone to commit');
+    }
+    this.move('prepare', 'prepareTransaction()');
+    this.log.info(`transactional id ${this.transactionalId}: transaction prepared, producer ${this.producerId} ` +
+      `epoch ${this.producerEpoch}`);
+    return Object.freeze({ transactionalId: this.transactionalId, producerId: this.producerId,
+      producerEpoch: this.producerEpoch });
   }
 
   /** send() wrote to this partition: true when it is new to the transaction (it must be asked for). */
@@ -345,32 +372,10 @@ class TransactionManager {
     this.state = after;
   }
 
-  /**
-   * Call `method` at the coordinator of `key` until its answer is not one to retry, or `timeoutMs`
-   * passed (then it throws REQUEST_TIMED_OUT and the state stays: the application's call may be made again).
-   */
-  async _call(method, request, codesOf, timeoutMs, coordinators = this.transactions, key = this.transactionalId) {
-    const deadline = Date.now() + timeoutMs;
-    let backoffMs = 1; // CONCURRENT_TRANSACTIONS: from 1 ms, doubling (the last transaction ends within milliseconds)
-    for (;;) {
-      let last;
-      try {
-        const response = await coordinators.call(key, method, request, (r) => codesOf(r)[0]);
-        const retried = codesOf(response).find((code) => ['retry', 'findCoordinator'].includes(reaction(method, code)));
-        if (retried === undefined) return response;
-        last = retried;
-      } catch (error) {
-        if (!(error instanceof ReplogError) || !error.retriable) throw error;
-        last = error.message;
-      }
-      const waitMs = last === 'CONCURRENT_TRANSACTIONS' ? backoffMs : this.retryBackoffMs;
-      if (Date.now() + waitMs > deadline) {
-        throw new ReplogError(`${method} for transactional id ${this.transactionalId} did not succeed within ` +
-          `${timeoutMs} ms (last: ${last}); call it again`, 'REQUEST_TIMED_OUT');
-      }
-      await sleep(waitMs);
-      backoffMs = Math.min(backoffMs * 2, this.retryBackoffMs);
-    }
+  /** A call to the coordinator until answered (callUntilAnswered); timed out, the state stays as it was. */
+  _call(method, request, codesOf, timeoutMs, coordinators = this.transactions, key = this.transactionalId) {
+    return callUntilAnswered({ coordinators, key, method, request, codesOf, timeoutMs,
+      retryBackoffMs: this.retryBackoffMs, what: `transactional id ${this.transactionalId}` });
   }
 
   /** An answer's code: done, or the error it puts the producer in (thrown). */
@@ -400,6 +405,36 @@ class TransactionManager {
     this.error = error;
     this.log.warn(`transactional id ${this.transactionalId}: ${error.message}`);
     this.wakeup();
+  }
+}
+
+/**
+ * Call `method` at the coordinator of `key` until its answer is not one to retry (reaction()), or
+ * `timeoutMs` passed: then it throws REQUEST_TIMED_OUT and the caller's call may be made again.
+ * CONCURRENT_TRANSACTIONS is retried from 1 ms, doubling (the last transaction ends within
+ * milliseconds); the rest after retryBackoffMs.
+ */
+async function callUntilAnswered({ coordinators, key, method, request, codesOf, timeoutMs, retryBackoffMs, what }) {
+  const deadline = Date.now() + timeoutMs;
+  let backoffMs = 1;
+  for (;;) {
+    let last;
+    try {
+      const response = await coordinators.call(key, method, request, (r) => codesOf(r)[0]);
+      const retried = codesOf(response).find((code) => ['retry', 'findCoordinator'].includes(reaction(method, code)));
+      if (retried === undefined) return response;
+      last = retried;
+    } catch (error) {
+      if (!(error instanceof ReplogError) || !error.retriable) throw error;
+      last = error.message;
+    }
+    const waitMs = last === 'CONCURRENT_TRANSACTIONS' ? backoffMs : retryBackoffMs;
+    if (Date.now() + waitMs > deadline) {
+      throw new ReplogError(`${method} for ${what} did not succeed within ${timeoutMs} ms (last: ${last}); call it ` +
+        'again', 'REQUEST_TIMED_OUT');
+    }
+    await sleep(waitMs);
+    backoffMs = Math.min(backoffMs * 2, retryBackoffMs);
   }
 }
 
@@ -446,5 +481,5 @@ function printable(key) {
 }
 
 module.exports = {
-  AbortedTransactions, STATES, TRANSITIONS, TransactionManager, groupMetadataOf, nextState, reaction,
+  AbortedTransactions, STATES, TRANSITIONS, TransactionManager, callUntilAnswered, groupMetadataOf, nextState, reaction,
 };

@@ -1,7 +1,7 @@
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert');
-const { Consumer, Producer, TransactionStateError } = require('../lib');
+const { Admin, Consumer, Producer, TransactionStateError } = require('../lib');
 const { TransactionManager, groupMetadataOf } = require('../lib/transactions');
 
 function refusedConfig(options, says) {
@@ -73,4 +73,36 @@ test('group metadata is a consumer\'s groupMetadata() or a bare group id', () =>
   assert.deepStrictEqual(groupMetadataOf({ groupId: 'billing', memberId: 'm', memberEpoch: 4 }),
     { groupId: 'billing', memberId: 'm', memberEpoch: 4 });
   assert.throws(() => groupMetadataOf(' '), /needs the consumer's groupMetadata\(\) \(or a group id\)/);
+});
+
+test('a prepared transaction takes nothing more and waits for a commit or an abort', () => {
+  const empty = manager();
+  assert.throws(() => empty.prepared(), /prepareTransaction\(\) is refused: the transaction has written nothing/);
+  assert.strictEqual(empty.state, 'IN_TRANSACTION');
+
+  const txn = manager();
+  Object.assign(txn, { producerId: 12, producerEpoch: 3 });
+  txn.started = true; // it wrote: the coordinator knows of it
+  assert.deepStrictEqual(txn.prepared(), { transactionalId: 'orders', producerId: 12, producerEpoch: 3 });
+  assert.strictEqual(txn.state, 'PREPARED');
+  assert.throws(() => txn.checkSend(), /send\(\) is refused in state PREPARED: the transaction is prepared/);
+  assert.throws(() => txn.checkOpen('sendOffsetsToTransaction()'), /refused in state PREPARED/);
+  assert.throws(() => txn.prepared(), /prepareTransaction\(\) is refused in state PREPARED/);
+  txn.move('commit', 'commitTransaction()');
+  assert.strictEqual(txn.state, 'COMMITTING');
+
+  const aborted = manager();
+  aborted.started = true;
+  aborted.prepared();
+  aborted.move('abort', 'abortTransaction()');
+  assert.strictEqual(aborted.state, 'ABORTING');
+});
+
+test('Admin.endTransaction() refuses what prepareTransaction() did not return, before any call', async () => {
+  const admin = new Admin('127.0.0.1:1');
+  await assert.rejects(admin.endTransaction({ transactionalId: 'orders' }, { commit: true }),
+    /takes what prepareTransaction\(\) returned, \{transactionalId, producerId, producerEpoch\}/);
+  await assert.rejects(admin.endTransaction({ transactionalId: 'orders', producerId: 1, producerEpoch: 0 }),
+    /needs \{commit: true\} or \{commit: false\}, not undefined/);
+  admin.close();
 });

@@ -4,12 +4,12 @@
 //   node codec.js decode   < hex batches                                                          -> JSON records
 //   node codec.js place N  < JSON [hex keys]                                                      -> JSON partitions
 //   node codec.js retriable                                                                       -> JSON error names
-//   node codec.js transactions  < JSON [error names]      -> JSON {transitions: [[state, event, next]], reactions}
+//   node codec.js transactions  < JSON [error names]      -> JSON {states, transitions: [[state, event, next]], reactions}
 //   node codec.js read_committed < JSON {batches: hex, aborted: [[producer id, first offset]]} -> JSON offsets kept
 const { RETRIABLE, decodeBatches, encodeBatch, partitionForKey } = require('../../../clients/node');
 const { AbortedTransactions, STATES, nextState, reaction } = require('../../../clients/node/lib/transactions');
 
-const EVENTS = ['init', 'initialized', 'begin', 'commit', 'abort', 'ended', 'abortable', 'fatal'];
+const EVENTS = ['init', 'initialized', 'begin', 'commit', 'prepare', 'abort', 'ended', 'abortable', 'fatal'];
 const REQUESTS = ['InitProducerId', 'AddPartitionsToTxn', 'AddOffsetsToTxn', 'TxnOffsetCommit', 'EndTxn', 'Produce'];
 
 const hex = (s) => (s === null ? null : Buffer.from(s, 'hex'));
@@ -39,7 +39,7 @@ async function main() {
       .filter(([, , next]) => next !== null);
     const reactions = Object.fromEntries(REQUESTS.map((request) =>
       [request, Object.fromEntries(codes.map((code) => [code, reaction(request, code)]))]));
-    output = JSON.stringify({ transitions, reactions });
+    output = JSON.stringify({ states: STATES, transitions, reactions });
   } else if (mode === 'read_committed') {
     const { batches, aborted } = JSON.parse(input);
     const filter = new AbortedTransactions(aborted.map(([pid, first]) => ({ producer_id: pid, first_offset: first })));
