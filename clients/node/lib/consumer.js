@@ -1,8 +1,11 @@
 'use strict';
 // The consumer: partitions assigned by hand (assign, seek) or by a consumer group's coordinator
-// (subscribe); poll() fetches from every leader at once, decodes the batches and hands back the
-// records from each partition's position on, reading below the high watermark. Positions start
-// from the group's committed offsets, else from autoOffsetReset (ListOffsets at the leader).
+// (subscribe); poll() hands back the records of the Fetch answers that came since the last poll,
+// from each partition's position on, reading below the high watermark, and sends the next Fetch to
+// every leader before it returns them, so that the next records travel while the application works
+// on these (Kafka's consumer does the same). A leader has one Fetch on its way at a time, asking for
+// each of its partitions whose records were all handed out. Positions start from the group's
+// committed offsets, else from autoOffsetReset (ListOffsets at the leader).
 // With isolationLevel 'read_committed' it reads below the last stable offset and drops the
 // records of aborted transactions, using the aborted transactions each Fetch answer lists.
 
@@ -45,6 +48,8 @@ class Partition {
     this.leaderEpoch = -1; // the epoch of the last record handed out (committed with the offset)
     this.revoking = false; // being given up: fetched no more
     this.lookingUp = false;
+    this.fetching = false; // in a Fetch on its way
+    this.buffered = false; // a Fetch answer for it waits to be handed out
   }
 }
 
@@ -78,6 +83,9 @@ class Consumer {
     this.failure = null;
     this.autoCommitTimer = null;
     this.stats = { records: 0, fetches: 0, fetchErrors: 0, metadataRefreshes: 0, abortedRecordsDropped: 0 };
+    this.completed = []; // Fetch answers not handed out yet, oldest first: {part, position, result}
+    this.fetchingFrom = new Set(); // leaders with a Fetch on its way
+    this.answered = null; // wakes a poll() waiting for the next Fetch answer
   }
 
   /** Read these partitions ([{topic, partition}]), outside any group. */
@@ -186,8 +194,12 @@ class Consumer {
       for (;;) {
         this._checkGroup();
         await this._findPositions();
-        const records = await this._fetchOnce(Math.max(0, Math.min(this.config.fetchMaxWaitMs, deadline - Date.now())));
-        if (records.length || Date.now() >= deadline) return records;
+        const records = this._handOut();
+        await this._sendFetches(); // before the records go to the application
+        const leftMs = deadline - Date.now();
+        if (records.length || leftMs <= 0) return records;
+        // With no Fetch on its way (no position yet, no leader known), look again soon.
+        if (this.completed.length === 0) await this._nextAnswer(this.fetchingFrom.size ? leftMs : Math.min(leftMs, 50));
       }
     } finally {
       this.polling = false;
@@ -280,30 +292,51 @@ class Consumer {
     return byLeader;
   }
 
-  async _fetchOnce(maxWaitMs) {
-    const ready = [...this.partitions.values()].filter((p) => p.position !== null && !p.revoking);
-    if (ready.length === 0) {
-      await sleep(Math.min(maxWaitMs, 50));
-      return [];
+  /** The records of the answers that came, from each partition's position on. */
+  _handOut() {
+    const records = [];
+    for (const { part, position, result } of this.completed.splice(0)) {
+      part.buffered = false;
+      // A partition given up, moved (seek) or no longer assigned meanwhile keeps nothing of this answer.
+      if (this.partitions.get(partitionKey(part.topic, part.partition)) !== part || part.revoking ||
+        part.position !== position) continue;
+      this._take(part, result, records);
     }
-    const byLeader = await this._byLeader(ready);
-    if (byLeader.size === 0) {
-      await sleep(Math.min(maxWaitMs, this.config.retryBackoffMs));
-      return [];
-    }
-    const answers = await Promise.all([...byLeader].map(([leaderId, parts]) => this._fetchFrom(leaderId, parts, maxWaitMs)));
-    return answers.flat();
+    return records;
   }
 
-  async _fetchFrom(leaderId, parts, maxWaitMs) {
+  /** A Fetch to each leader with none on its way, for its partitions with nothing left to hand out. */
+  async _sendFetches() {
+    const fetchable = [...this.partitions.values()].filter((p) => p.position !== null && !p.revoking && !p.fetching &&
+      !p.buffered);
+    if (fetchable.length === 0) return;
+    const byLeader = await this._byLeader(fetchable);
+    for (const [leaderId, parts] of byLeader) {
+      if (!this.fetchingFrom.has(leaderId)) this._fetchFrom(leaderId, parts);
+    }
+  }
+
+  _nextAnswer(waitMs) {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => this.answered(), waitMs);
+      this.answered = () => {
+        clearTimeout(timer);
+        this.answered = null;
+        resolve();
+      };
+    });
+  }
+
+  async _fetchFrom(leaderId, parts) {
+    this.fetchingFrom.add(leaderId);
     const asked = new Map(parts.map((p) => [partitionKey(p.topic, p.partition), { part: p, position: p.position }]));
-    let response;
+    for (const part of parts) part.fetching = true;
     try {
       this.stats.fetches++;
-      response = await unary(this.cluster.broker(leaderId), 'Fetch', {
+      const response = await unary(this.cluster.broker(leaderId), 'Fetch', {
         replica_id: -1,
         replica_epoch: -1,
-        max_wait_ms: maxWaitMs,
+        max_wait_ms: this.config.fetchMaxWaitMs,
         min_bytes: 1,
         max_bytes: this.config.fetchMaxBytes,
         isolation_level: this.isolationLevel,
@@ -317,28 +350,29 @@ class Consumer {
           log_start_offset: -1,
           partition_max_bytes: this.config.maxPartitionFetchBytes,
         })),
-      }, maxWaitMs + this.config.requestTimeoutMs);
-    } catch (error) {
-      this.stats.fetchErrors++;
-      this.log.warn(`fetch from broker ${leaderId} failed: ${error.message}`);
-      this._refreshMetadata();
-      await sleep(this.config.retryBackoffMs);
-      return [];
-    }
-    this.cluster.learnEndpoints(response.node_endpoints);
-    const records = [];
-    for (const topic of response.topics) {
-      for (const result of topic.partitions) {
-        const key = partitionKey(topic.topic, result.partition);
-        const sent = asked.get(key);
-        // A partition given up or moved meanwhile keeps nothing of this answer.
-        if (!sent || this.partitions.get(key) !== sent.part || sent.part.revoking || sent.part.position !== sent.position) {
-          continue;
+      }, this.config.fetchMaxWaitMs + this.config.requestTimeoutMs);
+      this.cluster.learnEndpoints(response.node_endpoints);
+      for (const topic of response.topics) {
+        for (const result of topic.partitions) {
+          const sent = asked.get(partitionKey(topic.topic, result.partition));
+          // Nothing to hand out: the partition may be fetched again at once.
+          if (!sent || (result.records.length === 0 && errorName(result.error_code) === 'NONE')) continue;
+          sent.part.buffered = true;
+          this.completed.push({ part: sent.part, position: sent.position, result });
         }
-        this._take(sent.part, result, records);
       }
+    } catch (error) {
+      if (!this.closed) {
+        this.stats.fetchErrors++;
+        this.log.warn(`fetch from broker ${leaderId} failed: ${error.message}`);
+        this._refreshMetadata();
+        await sleep(this.config.retryBackoffMs);
+      }
+    } finally {
+      for (const part of parts) part.fetching = false;
+      this.fetchingFrom.delete(leaderId);
+      if (this.answered) this.answered();
     }
-    return records;
   }
 
   _take(part, result, records) {

@@ -1,10 +1,65 @@
 'use strict';
 const test = require('node:test');
 const assert = require('node:assert');
-const { Consumer } = require('../lib');
+const { Consumer, encodeBatch } = require('../lib');
 
 test('a subscription is topic names or a RegExp without flags', () => {
   const consumer = new Consumer('127.0.0.1:1', { groupId: 'g' });
   assert.throws(() => consumer.subscribe(/orders/i), /has flags, which cannot be sent to the coordinator: write them inline/);
   assert.throws(() => consumer.subscribe('orders'), /takes a list of topic names or a RegExp/);
+});
+
+/** A consumer of partition 0 of "orders", led by broker 1, whose Fetch calls wait for the test to answer. */
+function scriptedConsumer() {
+  const consumer = new Consumer('127.0.0.1:1', { autoOffsetReset: 'earliest', logger: false });
+  consumer.cluster.brokers.set(1, '127.0.0.1:1');
+  consumer.cluster.topics.set('orders', { error: 'NONE', partitions: new Map([[0, { leader: 1, leaderEpoch: 0 }]]) });
+  const fetches = []; // {offset, answer(records)}
+  consumer.cluster.broker = () => ({
+    Fetch(request, options, callback) {
+      fetches.push({
+        offset: request.topics[0].partitions[0].fetch_offset,
+        answer(values, baseOffset) {
+          const records = values.length === 0 ? Buffer.alloc(0)
+            : encodeBatch(values.map((value) => ({ key: null, value: Buffer.from(value), headers: [] })), { baseOffset });
+          callback(null, { node_endpoints: [], topics: [{ topic: 'orders', partitions: [{
+            partition: 0, error_code: 'ERROR_CODE_NONE', records, aborted_transactions: [] }] }] });
+        },
+      });
+    },
+  });
+  consumer.assign([{ topic: 'orders', partition: 0 }]);
+  consumer.seek({ topic: 'orders', partition: 0 }, 0);
+  return { consumer, fetches };
+}
+
+test('the next Fetch leaves before poll() hands out the records of the last one', async () => {
+  const { consumer, fetches } = scriptedConsumer();
+  const first = consumer.poll(2000);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepStrictEqual(fetches.map((f) => f.offset), [0]);
+  fetches[0].answer(['a', 'b', 'c'], 0);
+  assert.deepStrictEqual((await first).map((r) => [r.offset, String(r.value)]), [[0, 'a'], [1, 'b'], [2, 'c']]);
+  assert.deepStrictEqual(fetches.map((f) => f.offset), [0, 3], 'no Fetch for offset 3 was on its way');
+  assert.strictEqual(consumer.position({ topic: 'orders', partition: 0 }), 3);
+
+  fetches[1].answer(['d'], 3);
+  const second = await consumer.poll(2000);
+  assert.deepStrictEqual(second.map((r) => r.offset), [3]);
+  assert.deepStrictEqual(fetches.map((f) => f.offset), [0, 3, 4]);
+  await consumer.close();
+});
+
+test('an answer for a position the application moved meanwhile (seek) is dropped', async () => {
+  const { consumer, fetches } = scriptedConsumer();
+  const first = consumer.poll(200);
+  await new Promise((resolve) => setImmediate(resolve));
+  consumer.seek({ topic: 'orders', partition: 0 }, 10);
+  fetches[0].answer(['stale'], 0);
+  assert.deepStrictEqual(await first, []);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepStrictEqual(fetches.map((f) => f.offset), [0, 10]);
+  fetches[1].answer(['k'], 10);
+  assert.deepStrictEqual((await consumer.poll(2000)).map((r) => [r.offset, String(r.value)]), [[10, 'k']]);
+  await consumer.close();
 });
