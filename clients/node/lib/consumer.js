@@ -399,7 +399,7 @@ class Consumer {
     const before = records.length;
     const aborted = this.isolationLevel === ISOLATION_LEVELS.read_committed
       ? new AbortedTransactions(result.aborted_transactions) : null;
-    for (const batch of decodeBatches(result.records)) {
+    for (const batch of decodeBatches(result.records, part)) { // records made with part's topic and partition
       if (aborted ? !aborted.keeps(batch) : batch.isControl) {
         if (!batch.isControl) this.stats.abortedRecordsDropped += batch.recordsCount;
         part.position = Math.max(part.position, batch.lastOffset + 1);
@@ -407,7 +407,7 @@ class Consumer {
       }
       for (const record of batch.records) {
         if (record.offset < part.position) continue;
-        records.push({ topic: part.topic, partition: part.partition, leaderEpoch: batch.partitionLeaderEpoch, ...record });
+        records.push(record);
         part.position = record.offset + 1;
         part.leaderEpoch = batch.partitionLeaderEpoch;
       }
