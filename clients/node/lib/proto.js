@@ -18,6 +18,7 @@ const FILES = [
   'replog/api/coordinator/v1/coordinator.proto',
   'replog/api/controller/v1/controller.proto',
 ];
+const FLOW_CONTROL_WINDOW_BYTES = 16 * 1024 * 1024;
 const LOAD_OPTIONS = { keepCase: true, longs: Number, enums: String, bytes: Buffer, defaults: true, oneofs: true };
 
 let loaded = null;
@@ -46,6 +47,9 @@ function channelOptions(maxMessageBytes = 64 * 1024 * 1024) {
     'grpc.max_send_message_length': maxMessageBytes,
     'grpc.max_receive_message_length': maxMessageBytes,
     'grpc.keepalive_time_ms': 30000,
+    // HTTP/2's default window is 64 KiB a stream: a 2 MiB Fetch answer would stop for a WINDOW_UPDATE
+    // every 64 KiB. Python's grpc grows its windows as it measures the link; grpc-js takes a size.
+    'grpc-node.flow_control_window': FLOW_CONTROL_WINDOW_BYTES,
   };
 }
 
