@@ -16,14 +16,12 @@ Python's of the same run.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from typing import Any
 
-from bench_node_producer import NODE_TIMEOUT_S, bench_main, node_case
-from bench_replication import dev_cluster, replog
+from bench_node_producer import bench_main, last_json_line, node_case
+from bench_replication import bootstrap_of, dev_cluster, replog
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NODE_CONSUMER = os.path.join(HERE, "node_consumer.js")
@@ -46,23 +44,17 @@ print(json.dumps({"records_per_s": received / elapsed, "mb_per_s": received * si
 """
 
 
-def read(command: list[str], what: str) -> dict[str, Any]:
-    out = subprocess.run(command, capture_output=True, text=True, timeout=NODE_TIMEOUT_S)
-    if out.returncode != 0:
-        raise SystemExit(f"the {what} consumer failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def run(runs: int, records: dict[int, int]) -> dict[int, dict[str, list[dict[str, Any]]]]:
     results: dict[int, dict[str, list[dict[str, Any]]]] = {size: {"python": [], "node": []} for size in records}
     with dev_cluster("replog-bench-node-consumer-") as data_dir:
-        bootstrap = json.loads(replog(data_dir, "dev", "status", "--json"))["metadata"][0]["address"]
+        bootstrap = bootstrap_of(data_dir)
         for index in range(runs):
             for size, count in records.items():
                 topic = node_case(data_dir, bootstrap, size, count, index, keep=True)["topic"]
                 arguments = [bootstrap, topic, str(PARTITIONS), str(count), str(size)]
-                results[size]["python"].append(read([sys.executable, "-c", PYTHON_CONSUMER, *arguments], "Python"))
-                results[size]["node"].append(read(["node", NODE_CONSUMER, *arguments], "Node"))
+                results[size]["python"].append(last_json_line([sys.executable, "-c", PYTHON_CONSUMER, *arguments],
+                                                              "Python consumer"))
+                results[size]["node"].append(last_json_line(["node", NODE_CONSUMER, *arguments], "Node consumer"))
                 replog(data_dir, "topics", "delete", topic)
     return results
 

@@ -24,7 +24,15 @@ import subprocess
 import sys
 from typing import Any
 
-from bench_replication import dev_cluster, fractions, produce_acks_all, replog, runs_and_sizes, summary
+from bench_replication import (
+    bootstrap_of,
+    dev_cluster,
+    fractions,
+    produce_acks_all,
+    replog,
+    runs_and_sizes,
+    summary,
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NODE_PRODUCER = os.path.join(HERE, "node_producer.js")
@@ -36,19 +44,24 @@ def node_case(data_dir: str, bootstrap: str, size: int, records: int, run: int, 
     is then in the result's "topic")."""
     topic = f"bench-node-{size}-{run}"
     replog(data_dir, "topics", "create", topic, "--partitions", "6", "--replication-factor", "3")
-    out = subprocess.run(["node", NODE_PRODUCER, bootstrap, topic, str(records), str(size)], capture_output=True,
-                         text=True, timeout=NODE_TIMEOUT_S)
-    if out.returncode != 0:
-        raise SystemExit(f"the Node producer failed:\n{out.stderr}")
+    result = last_json_line(["node", NODE_PRODUCER, bootstrap, topic, str(records), str(size)], "Node producer")
     if not keep:
         replog(data_dir, "topics", "delete", topic)
-    return {**json.loads(out.stdout.strip().splitlines()[-1]), "topic": topic}
+    return {**result, "topic": topic}
+
+
+def last_json_line(command: list[str], what: str) -> dict[str, Any]:
+    """Run a bench client process: the JSON of the last line it printed; exit with its stderr if it failed."""
+    out = subprocess.run(command, capture_output=True, text=True, timeout=NODE_TIMEOUT_S)
+    if out.returncode != 0:
+        raise SystemExit(f"the {what} failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def run(runs: int, records: dict[int, int]) -> dict[int, dict[str, list[dict[str, Any]]]]:
     results: dict[int, dict[str, list[dict[str, Any]]]] = {size: {"python": [], "node": []} for size in records}
     with dev_cluster("replog-bench-node-") as data_dir:
-        bootstrap = json.loads(replog(data_dir, "dev", "status", "--json"))["metadata"][0]["address"]
+        bootstrap = bootstrap_of(data_dir)
         for index in range(runs):
             for size, count in records.items():
                 results[size]["python"].append(produce_acks_all(data_dir, size, count, ()))

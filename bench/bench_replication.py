@@ -53,6 +53,11 @@ def dev_cluster(prefix: str, controllers: int = 1) -> Iterator[str]:
             replog(data_dir, "dev", "down")
 
 
+def bootstrap_of(data_dir: str) -> str:
+    """The metadata service's address of the cluster in `data_dir`."""
+    return json.loads(replog(data_dir, "dev", "status", "--json"))["metadata"][0]["address"]
+
+
 def produce_acks_all(data_dir: str, record_size: int, records: int, flags: tuple[str, ...]) -> dict[str, Any]:
     """`replog bench produce` acks=all on a new topic of 6 partitions and 3 replicas, deleted afterwards so
     that every run finds the same cluster."""

@@ -92,9 +92,10 @@ class Producer {
     }
     const inFlight = this.config.maxRequestsPerLeader;
     if (!Number.isInteger(inFlight) || inFlight < 1 || (this.idempotent && inFlight > IDEMPOTENT_IN_FLIGHT_MAX)) {
-      throw new ReplogError(`maxRequestsPerLeader must be a whole number from 1 to ${this.idempotent
-        ? `${IDEMPOTENT_IN_FLIGHT_MAX} for an idempotent producer (a leader remembers the last 5 batches of a producer)`
-        : 'up'}, not ${JSON.stringify(inFlight)}`, 'INVALID_CONFIG');
+      const range = this.idempotent ? `from 1 to ${IDEMPOTENT_IN_FLIGHT_MAX} for an idempotent producer (a leader ` +
+        'remembers the last 5 batches of a producer)' : 'of 1 or more';
+      throw new ReplogError(`maxRequestsPerLeader must be a whole number ${range}, not ${JSON.stringify(inFlight)}`,
+        'INVALID_CONFIG');
     }
     this.inFlightPerPartition = this.idempotent ? inFlight : 1;
     this.log = makeLogger(this.config.logger, 'producer');
@@ -442,8 +443,9 @@ class Producer {
       for (const queue of sendable) {
         const size = this._bytesOf(queue, queue.ready[0]).length;
         if (taken.length > 0 && bytes + size > this.config.maxRequestBytes) continue;
-        taken.push({ queue, batch: queue.ready.shift() });
-        queue.flying.push(taken[taken.length - 1].batch);
+        const batch = queue.ready.shift();
+        queue.flying.push(batch);
+        taken.push({ queue, batch });
         bytes += size;
       }
       inFlight++;
