@@ -78,6 +78,11 @@ TXN_MARKER_LATENCY = prometheus_client.Histogram(
     "replog_txn_marker_latency_seconds",
     "From a transaction's decision (PREPARE_*) being committed until every partition has its marker.",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+TXN_ADD_HELD = prometheus_client.Histogram(
+    "replog_txn_add_held_seconds",
+    "AddPartitionsToTxn requests that came while the producer's last transaction was completing, by how long "
+    "they were held until it completed (or until they were answered CONCURRENT_TRANSACTIONS).",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1))
 # ...and the partitions' side, by each partition's leader.
 PRODUCER_IDS = prometheus_client.Gauge(
     "replog_producer_ids", "Producer ids a partition led here keeps state for (idempotent and transactional).",

@@ -15,6 +15,11 @@ which writes COMPLETE_* once every partition has its marker. A shard that
 takes over sends the markers of every transaction it finds in PREPARE_* once
 the high watermark covers what it replayed. The tick aborts transactions past
 their transaction.timeout.ms and forgets idle transactional ids.
+
+An AddPartitionsToTxn the core holds (it came while the producer's last
+transaction completed) waits for the write of the records that decide it
+(`AddAnswered`), and is answered with that write's outcome; after ADD_HOLD_MS
+undecided, it is taken back and answered CONCURRENT_TRANSACTIONS.
 """
 
 from __future__ import annotations
@@ -42,9 +47,12 @@ from replog.broker.txn_settings import TxnTimers
 from replog.core.errors import ErrorCode
 from replog.core.partition_driver import PartitionDriver
 from replog.core.txn import records as txn_records
-from replog.core.txn.coordinator import TransactionCoordinator
+from replog.core.txn.coordinator import ADD_HOLD_MS, TransactionCoordinator
 from replog.core.txn.placement import TRANSACTION_STATE_TOPIC
 from replog.core.txn.requests import (
+    AddAnswered,
+    AddHeld,
+    AddPartitionsResponse,
     CoordinatorFenced,
     Event,
     ProducerFenced,
@@ -62,6 +70,8 @@ log = logging.getLogger("replog.broker")
 T = TypeVar("T")
 
 TICK_INTERVAL_S = 0.25
+# After ADD_HOLD_MS, how often a held add whose records are being written is looked at again.
+HELD_WRITE_CHECK_S = 0.05
 # Kafka appends to __transaction_state with request.timeout.ms.
 WRITE_TIMEOUT_MS = 30_000
 # Errors a partition leader answers a marker with that say it is there; the rest are retried and logged.
@@ -87,6 +97,7 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
         self._last_abort_check = time.monotonic()
         self._last_expiry_check = time.monotonic()
         self._markers_since: dict[str, float] = {}  # transactional id -> when its markers first went out
+        self._held: dict[str, asyncio.Future] = {}  # transactional id -> the answer of its held add
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- CoordinatorShards ------------------------------------------------------------------------
@@ -134,7 +145,45 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
         error = await self._finish(shard, result, self._start(shard, result))
         if error != ErrorCode.NONE:
             raise CoordinatorError(*coordinator_error(error, self.kind))
+        if isinstance(result.response, AddHeld):
+            return await self._held_answer(shard, transactional_id)
         return result.response
+
+    async def _held_answer(self, shard: Shard[TransactionCoordinator], transactional_id: str) -> AddPartitionsResponse:
+        """The answer of an add the core holds: the outcome of the write that decides it, or, when it is still
+        undecided after ADD_HOLD_MS, CONCURRENT_TRANSACTIONS (it is taken back), as Kafka answers at once."""
+        answer: asyncio.Future[AddPartitionsResponse] = asyncio.get_running_loop().create_future()
+        self._held[transactional_id] = answer
+        started = time.monotonic()
+        wait_s = ADD_HOLD_MS / 1000
+        try:
+            while True:
+                try:
+                    return await asyncio.wait_for(asyncio.shield(answer), wait_s)
+                except TimeoutError:
+                    pass
+                if not self.is_current(shard):
+                    raise CoordinatorError(*coordinator_error(ErrorCode.NOT_LEADER_OR_FOLLOWER, self.kind))
+                if shard.core.release_held(transactional_id):
+                    log.info("transactional id %r: AddPartitionsToTxn held %d ms while the last transaction completed; "
+                             "answered CONCURRENT_TRANSACTIONS", transactional_id, ADD_HOLD_MS,
+                             extra=logs.fields("txn_add_released", transactional_id=transactional_id))
+                    return AddPartitionsResponse(ErrorCode.CONCURRENT_TRANSACTIONS,
+                                                 f"{transactional_id!r} is still completing its last transaction; retry")
+                wait_s = HELD_WRITE_CHECK_S  # decided, and its records are being written: their answer decides
+        finally:
+            metrics.TXN_ADD_HELD.observe(time.monotonic() - started)
+            if self._held.get(transactional_id) is answer:
+                del self._held[transactional_id]
+
+    def _answer_held(self, result: Result) -> None:
+        """Answer the held adds a result decided, once its records are written. (A refused write leaves them
+        to the core, which holds them again or lets them go, and to `_held_answer`'s next look.)"""
+        for event in result.events:
+            if isinstance(event, AddAnswered):
+                answer = self._held.pop(event.transactional_id, None)
+                if answer is not None and not answer.done():
+                    answer.set_result(event.response)
 
     def read(self, transactional_id: str, query: Callable[[TransactionCoordinator], T]) -> T:
         return query(self.shard_of(transactional_id).core)
@@ -168,8 +217,12 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
                                               partition=shard.partition))
             if self.is_current(shard):
                 follow = shard.core.written(records, completion.error, wall_ms())
-                if follow.records or follow.markers:
+                if follow.records and completion.error == ErrorCode.NONE:
+                    self._carry_out(shard, follow)  # a held add, decided now that the last transaction is complete
+                elif follow.records or follow.markers:
                     self._spawn(self._retry(shard, follow, attempts + 1))
+        if error == ErrorCode.NONE:
+            self._answer_held(result)
         if error == ErrorCode.NONE and result.markers and self.is_current(shard):
             for marker in result.markers:
                 self._markers_since.setdefault(marker.transactional_id, time.monotonic())

@@ -15,7 +15,10 @@ from replog.core.txn.metadata import PRODUCER_EPOCH_MAX
 from replog.core.txn.placement import partition_for_transactional_id
 from replog.core.txn.records import TxnRecord, decode
 from replog.core.txn.requests import (
+    AddAnswered,
+    AddHeld,
     AddOffsetsRequest,
+    AddPartitionsResponse,
     InitProducerIdRequest,
     ProducerFenced,
     TransactionCompleted,
@@ -24,7 +27,7 @@ from replog.core.txn.requests import (
 )
 from replog.core.txn.state import TxnState
 
-from .txn_harness import T0, T1, TIMEOUT_MS, U0, Coordinator, started
+from .txn_harness import T0, T1, TIMEOUT_MS, U0, Coordinator, answered, started
 
 
 def test_a_committed_transaction_writes_markers_to_its_partitions_and_completes_once_all_are_written():
@@ -80,13 +83,44 @@ def test_a_late_end_txn_of_an_ended_transaction_cannot_end_the_next_one():
     assert c.state() is TxnState.ONGOING and c.core.get("tx").partitions == {T1}
 
 
-def test_the_next_transaction_waits_until_the_last_one_has_all_its_markers():
+def test_the_next_transaction_waits_until_the_last_one_has_all_its_markers_and_starts_in_the_same_write():
     c = Coordinator()
     pid, epoch = started(c, T0)
     c.end(pid, epoch, commit=True)
-    assert c.add(pid, epoch + 1, T1).error == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert c.add(pid, epoch + 1, T1) == AddHeld("tx"), "held while the markers are out"
+    assert c.add(pid, epoch + 1, T1).error == ErrorCode.CONCURRENT_TRANSACTIONS, "one add held at a time"
     assert c.add(pid, epoch + 1, T1, verify_only=True).error == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert c.state() is TxnState.PREPARE_COMMIT and not answered(c)
+    c.hold = True
     c.ack_all()
+    (write,) = c.writing
+    assert [r.metadata.state for r in write.records] == [TxnState.COMPLETE_COMMIT, TxnState.ONGOING], \
+        "the last transaction's end and the next one's start in one write"
+    assert write.records[1].metadata.partitions == {T1}
+    assert answered(c) == [AddAnswered("tx", AddPartitionsResponse(ErrorCode.NONE, "", {T1: ErrorCode.NONE}))]
+    c.persist()
+    assert c.state() is TxnState.ONGOING and c.core.get("tx").producer_epoch == epoch + 1
+
+
+def test_an_add_not_held_is_answered_at_once():
+    c = Coordinator()
+    pid, epoch = started(c, T0)
+    c.end(pid, epoch, commit=True)
+    assert c.add(pid, epoch, T1).error == ErrorCode.PRODUCER_FENCED, "the ended transaction's epoch"
+    unknown = c.add(pid, epoch + 1, TopicPartition("t", 7))
+    assert unknown.results == {TopicPartition("t", 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    c.ack_all()
+    assert c.state() is TxnState.COMPLETE_COMMIT and not answered(c)
+
+
+def test_a_held_add_taken_back_leaves_the_transaction_to_complete_alone():
+    c = Coordinator()
+    pid, epoch = started(c, T0)
+    c.end(pid, epoch, commit=False)
+    assert c.add(pid, epoch + 1, T1) == AddHeld("tx"), "after an abort too"
+    assert c.core.release_held("tx"), "undecided: its driver answers CONCURRENT_TRANSACTIONS"
+    c.ack_all()
+    assert c.state() is TxnState.COMPLETE_ABORT and not answered(c)
     assert c.add(pid, epoch + 1, T1).error == ErrorCode.NONE
 
 

@@ -7,7 +7,9 @@ schedule:
   has its marker on every partition it touched, the same decision everywhere (nothing torn);
 - a write, an EndTxn or a marker delivered late never lands in a later transaction (Jepsen 2024);
 - the coordinator's writes take time and may be refused (an ISR below min.insync.replicas) while other
-  requests arrive, and still its log holds each transactional id's decisions in the order they were made.
+  requests arrive, and still its log holds each transactional id's decisions in the order they were made;
+- an AddPartitionsToTxn held while the last transaction completes is answered with the write that
+  decides it, or CONCURRENT_TRANSACTIONS when it is taken back.
 """
 
 from collections.abc import Callable
@@ -22,7 +24,16 @@ from replog.core.topic_partition import TopicPartition
 from replog.core.txn.coordinator import TransactionCoordinator
 from replog.core.txn.markers import TxnMarker
 from replog.core.txn.records import decode
-from replog.core.txn.requests import AddPartitionsRequest, EndTxnRequest, InitProducerIdRequest, Result, TxnConfig
+from replog.core.txn.requests import (
+    AddAnswered,
+    AddHeld,
+    AddPartitionsRequest,
+    AddPartitionsResponse,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    Result,
+    TxnConfig,
+)
 from replog.core.txn.state import NEXT_STATES, TxnState
 
 from .txn_harness import Counter
@@ -80,13 +91,17 @@ class World:
         # The coordinator's writes in flight, in the order it made them, each with what to do with its answer
         # once the write is committed (the driver answers only then; a refused write is an error to the client).
         self.writing: list[tuple[Result, Callable | None]] = []
+        self.held: dict[str, Callable] = {}  # transactional id -> the answer of its held AddPartitionsToTxn
         self.now_ms = 1_000
 
     # -- the coordinator's side ------------------------------------------------------------------------
 
     def take(self, result: Result, answered: Callable | None = None) -> None:
-        """The driver: a result with records is written first; its markers and answer wait for that."""
-        if result.records:
+        """The driver: a result with records is written first; its markers and answer wait for that. A held
+        add waits for the result that decides it."""
+        if isinstance(result.response, AddHeld):
+            self.held[result.response.transactional_id] = answered
+        elif result.records:
             self.writing.append((result, answered))
         else:
             self.sent(result, answered)
@@ -97,6 +112,9 @@ class World:
                                     markers.commit, p, markers.transactional_id) for p in sorted(markers.partitions)]
         if answered is not None:
             answered(result.response)
+        for event in result.events:
+            if isinstance(event, AddAnswered):
+                self.held.pop(event.transactional_id)(event.response)
 
     def persist(self) -> None:
         """The oldest write in flight is committed (the high watermark passes writes in log order)."""
@@ -110,6 +128,11 @@ class World:
         result, _ = self.writing.pop(pick % len(self.writing))
         self.take(self.coordinator.written(result.records, ErrorCode.NOT_ENOUGH_REPLICAS, self.now_ms))
 
+    def release(self, tid: str) -> None:
+        """The driver stops holding an add: CONCURRENT_TRANSACTIONS, unless its records are being written."""
+        if tid in self.held and self.coordinator.release_held(tid):
+            self.held.pop(tid)(AddPartitionsResponse(ErrorCode.CONCURRENT_TRANSACTIONS))
+
     def failover(self, pick: int) -> None:
         """The coordinator's broker dies: of its writes in flight, the first few made it into the log the
         next leader has, unanswered; the rest are lost."""
@@ -117,6 +140,7 @@ class World:
         for result, _ in self.writing[:kept]:
             self.log += [record.encode() for record in result.records]
         self.writing = []
+        self.held = {}  # unanswered: their producers ask the next coordinator
         self.coordinator_epoch += 1
         self.coordinator = TransactionCoordinator(TxnConfig(), self.ids, self.coordinator_epoch)
         for key, value in self.log:
@@ -233,7 +257,7 @@ class World:
 
 STEPS = st.lists(st.tuples(st.sampled_from(["init", "send", "send", "send", "commit", "abort", "deliver", "deliver",
                                             "deliver", "deliver", "again", "tick", "failover", "unadded",
-                                            "persist", "persist", "persist", "refuse"]),
+                                            "persist", "persist", "persist", "refuse", "release"]),
                            st.sampled_from(TIDS), st.sampled_from(PARTITIONS), st.integers(0, 100)),
                  min_size=10, max_size=100)
 
@@ -266,6 +290,8 @@ def test_transactions_end_whole_on_every_partition_and_late_messages_change_noth
             world.persist()
         elif action == "refuse" and world.writing:
             world.refuse(pick)
+        elif action == "release":
+            world.release(tid)
 
     # Every producer goes silent; the coordinator times out what is open and the markers get through.
     world.network = [m for m in world.network if isinstance(m, Marker)]

@@ -11,10 +11,10 @@ from replog.core.topic_partition import TopicPartition
 from replog.core.txn.coordinator import TransactionCoordinator
 from replog.core.txn.metadata import TransactionMetadata
 from replog.core.txn.records import TxnRecord, decode
-from replog.core.txn.requests import AddOffsetsRequest, AddPartitionsRequest, TxnConfig
+from replog.core.txn.requests import AddHeld, AddOffsetsRequest, AddPartitionsRequest, TxnConfig
 from replog.core.txn.state import NEXT_STATES, TxnState
 
-from .txn_harness import T0, T1, TOPICS, Coordinator, Counter, started
+from .txn_harness import T0, T1, TOPICS, Coordinator, Counter, answered, started
 
 OFFSETS_33, EOS_OUT_0 = TopicPartition("__consumer_offsets", 33), TopicPartition("eos-out", 0)
 S = TxnState
@@ -46,7 +46,7 @@ def test_a_refused_complete_commit_holds_the_next_transaction_until_it_is_writte
     c.hold = True
     c.ack_all()  # the marker is written: COMPLETE_COMMIT is decided, and its write is in flight
     assert len(c.writing) == 1 and c.state() is S.COMPLETE_COMMIT
-    assert c.add(pid, epoch + 1, T1).error == ErrorCode.CONCURRENT_TRANSACTIONS, "decided on an unwritten change"
+    assert c.add(pid, epoch + 1, T1) == AddHeld("tx"), "held: decided once COMPLETE_COMMIT is written"
     offsets = c.core.add_offsets(AddOffsetsRequest("tx", pid, epoch + 1, "copier"), c.now_ms)
     assert offsets.response.error == ErrorCode.CONCURRENT_TRANSACTIONS and not offsets.records
     assert c.core.describe("tx").state == "PrepareCommit", "described as the log has it"
@@ -55,20 +55,59 @@ def test_a_refused_complete_commit_holds_the_next_transaction_until_it_is_writte
     assert c.state() is S.PREPARE_COMMIT, "back to the last record written"
     (again,) = c.markers[-1:]
     assert (again.producer_epoch, again.commit, again.partitions) == (epoch + 1, True, {T0}), "the markers go on"
-    assert c.add(pid, epoch + 1, T1).error == ErrorCode.CONCURRENT_TRANSACTIONS, "still completing"
+    assert c.add(pid, epoch + 1, T1).error == ErrorCode.CONCURRENT_TRANSACTIONS, "still completing, one add held"
+    assert not answered(c)
 
     c.ack(c.markers.pop(), ErrorCode.INVALID_PRODUCER_EPOCH)  # the partition has that marker already
-    assert len(c.writing) == 1, "COMPLETE_COMMIT once more"
+    (write,) = c.writing
+    assert [r.metadata.state for r in write.records] == [S.COMPLETE_COMMIT, S.ONGOING], \
+        "COMPLETE_COMMIT once more, and the held add with it"
     c.persist()
-    assert c.add(pid, epoch + 1, T1).error == ErrorCode.NONE
-    c.persist()
+    assert [a.response.results for a in answered(c)] == [{T1: ErrorCode.NONE}]
     assert logged_states(c) == [S.EMPTY, S.ONGOING, S.PREPARE_COMMIT, S.COMPLETE_COMMIT, S.ONGOING]
     assert_the_log_follows_the_table(c)
     assert reloaded(c).get("tx") == c.core.get("tx"), "a coordinator loading the log holds what this one holds"
 
 
+def test_a_held_add_decided_in_a_refused_write_is_held_again_while_the_transaction_completes_again():
+    c = Coordinator()
+    pid, epoch = started(c, T0)
+    c.end(pid, epoch, commit=True)
+    assert c.add(pid, epoch + 1, T1) == AddHeld("tx")
+    c.hold = True
+    c.ack_all()  # COMPLETE_COMMIT and ONGOING in one write...
+    assert not c.core.release_held("tx"), "decided: the write's answer answers it"
+    c.refuse()  # ...refused: back to PREPARE_COMMIT, the markers again, the add held again
+    assert c.state() is S.PREPARE_COMMIT and not c.writing
+    c.ack_all()
+    (write,) = c.writing
+    assert [(r.metadata.state, r.metadata.partitions) for r in write.records] == [
+        (S.COMPLETE_COMMIT, frozenset()), (S.ONGOING, {T1})]
+    c.persist()
+    assert c.state() is S.ONGOING
+    assert logged_states(c)[-3:] == [S.PREPARE_COMMIT, S.COMPLETE_COMMIT, S.ONGOING]
+    assert_the_log_follows_the_table(c)
+
+
+def test_a_held_add_whose_own_write_is_refused_is_let_go():
+    c = Coordinator()
+    pid, epoch = started(c, T0)
+    c.end(pid, epoch, commit=True)
+    c.hold = True
+    c.ack_all()  # COMPLETE_COMMIT in flight
+    assert c.add(pid, epoch + 1, T1) == AddHeld("tx")
+    c.persist()  # COMPLETE_COMMIT written: the add is decided, its ONGOING in flight
+    assert len(c.writing) == 1 and not c.core.release_held("tx")
+    c.refuse()
+    assert c.state() is S.COMPLETE_COMMIT and not c.writing
+    assert c.core.release_held("tx"), "nothing holds it: its driver answers CONCURRENT_TRANSACTIONS"
+    assert c.add(pid, epoch + 1, T1).error == ErrorCode.NONE, "the producer's retry"
+    c.persist()
+    assert logged_states(c)[-2:] == [S.COMPLETE_COMMIT, S.ONGOING]
+
+
 def test_with_writes_answered_late_the_log_never_inverts_a_transactions_end_and_the_next_start():
-    """The copier's loop (AddOffsetsToTxn, AddPartitionsToTxn, EndTxn) with every write slow."""
+    """The copier's loop (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn) with every write slow."""
     c = Coordinator()
     pid, epoch = started(c, T0)
 
@@ -76,19 +115,19 @@ def test_with_writes_answered_late_the_log_never_inverts_a_transactions_end_and_
         result = c.core.add_offsets(AddOffsetsRequest("tx", pid, epoch, "copier"), c.now_ms)
         return c.take(result).error
     c.hold = True
-    for _ in range(3):
+    for round_ in range(3):
         c.end(pid, epoch, commit=True)
         c.persist()  # PREPARE_COMMIT
         epoch += 1
         c.ack_all()  # COMPLETE_COMMIT in flight
-        for _ in range(2):  # the producer keeps asking for its next transaction meanwhile
-            assert add_offsets() == ErrorCode.CONCURRENT_TRANSACTIONS
-            assert c.add(pid, epoch, T0).error == ErrorCode.CONCURRENT_TRANSACTIONS
+        assert add_offsets() == ErrorCode.CONCURRENT_TRANSACTIONS
+        assert c.add(pid, epoch, T0) == AddHeld("tx")
+        assert c.add(pid, epoch, T0).error == ErrorCode.CONCURRENT_TRANSACTIONS, "one add held at a time"
+        c.persist()  # COMPLETE_COMMIT is written: the held add is decided, its ONGOING in flight
+        assert len(c.writing) == 1 and len(answered(c)) == round_ + 1
+        assert add_offsets() == ErrorCode.CONCURRENT_TRANSACTIONS, "ONGOING is being written"
         c.persist()
         assert add_offsets() == ErrorCode.NONE
-        assert c.add(pid, epoch, T0).error == ErrorCode.CONCURRENT_TRANSACTIONS, "AddOffsetsToTxn is being written"
-        c.persist()
-        assert c.add(pid, epoch, T0).error == ErrorCode.NONE
         c.persist()
     assert not c.writing
     assert_the_log_follows_the_table(c)

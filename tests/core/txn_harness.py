@@ -6,6 +6,7 @@ from replog.core.topic_partition import TopicPartition
 from replog.core.txn.coordinator import TransactionCoordinator
 from replog.core.txn.records import decode
 from replog.core.txn.requests import (
+    AddAnswered,
     AddPartitionsRequest,
     EndTxnRequest,
     InitProducerIdRequest,
@@ -108,3 +109,8 @@ def started(c: Coordinator, *partitions: TopicPartition) -> tuple[int, int]:
     if partitions:
         assert c.add(answer.producer_id, answer.producer_epoch, *partitions).error == ErrorCode.NONE
     return answer.producer_id, answer.producer_epoch
+
+
+def answered(c: Coordinator) -> list[AddAnswered]:
+    """The answers given so far to held AddPartitionsToTxn requests."""
+    return [event for event in c.events if isinstance(event, AddAnswered)]

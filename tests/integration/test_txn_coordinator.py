@@ -6,11 +6,13 @@ instance fences the old one; a transaction left open past its timeout is aborted
 transaction's end is refused (KIP-890); a coordinator SIGKILLed after the decision and before the markers
 is succeeded by one that completes the commit; offsets committed in a transaction stay invisible until it
 commits and vanish if it aborts, through a failover of the group coordinator too; a COMPLETE_COMMIT that
-min.insync.replicas refuses holds the next transaction back, and the log it leaves loads on a new coordinator.
+min.insync.replicas refuses holds the next transaction back, and the log it leaves loads on a new coordinator;
+the next transaction's AddPartitionsToTxn is held while the last one completes.
 """
 
 from __future__ import annotations
 
+import time
 import urllib.request
 
 import grpc
@@ -490,6 +492,54 @@ def test_a_refused_complete_holds_the_next_transaction_back_and_a_new_coordinato
         admin.alter_configs("topic", TRANSACTION_STATE_TOPIC, set_configs={"min.insync.replicas": "2"})
         for broker_id in stopped:
             cluster("dev", "start", "broker", str(broker_id))
+    wait_for(lambda: len(addresses(cluster)) == 3, 60, "every broker back")
+
+
+def test_the_next_transactions_add_is_held_while_the_last_one_completes(cluster, admin):
+    """AddPartitionsToTxn for the next transaction, sent while the last one's marker cannot be written (its
+    partition's only replica is stopped): the coordinator holds it for 0.5 s and only then answers
+    CONCURRENT_TRANSACTIONS; asked again until the replica is back, it is answered NONE, and the new
+    transaction follows COMPLETE_COMMIT in the log."""
+    txn, topic = "held-add", "txn-held-add"
+    tp = TopicPartition(topic, 0)
+    coordinator, address = coordinator_of(cluster, txn)
+    data_broker = min(b for b in addresses(cluster) if b != coordinator)
+    state = TopicPartition(TRANSACTION_STATE_TOPIC, partition_for_transactional_id(txn, 10))
+    admin.create_topics([NewTopic(topic, replica_assignment={0: [data_broker]})])
+    pid = init(cluster, txn).producer_id
+    assert add(cluster, txn, pid, 0, {topic: [0]}).error_code == ErrorCode.NONE
+    assert produce(admin, cluster, tp, [b"first"], pid, 0, 0, txn) == ErrorCode.NONE
+    held_before = metric(cluster, coordinator, "replog_txn_add_held_seconds_count", {}) or 0
+
+    def next_add() -> tuple[ErrorCode, float]:  # the next transaction's AddPartitionsToTxn, asked once
+        with grpc.insecure_channel(address) as channel:
+            stub = cg.CoordinatorServiceStub(channel)
+            started_s = time.monotonic()
+            answer = stub.AddPartitionsToTxn(cp.AddPartitionsToTxnRequest(
+                transactional_id=txn, producer_id=pid, producer_epoch=1,
+                topics=[common_pb2.TopicPartitions(topic=topic, partitions=[0])]), timeout=10)
+            return ErrorCode.of(answer.error_code), time.monotonic() - started_s
+
+    cluster("dev", "kill", "broker", str(data_broker), "--signal", "TERM")
+    try:
+        wait_for(lambda: admin.describe_topics([topic])[0].partitions[0].leader < 0, 30, f"{tp} to go offline")
+        assert end(cluster, txn, pid, 0, commit=True).producer_epoch == 1  # PREPARE_COMMIT; the marker waits
+        error, elapsed_s = next_add()
+        assert error == ErrorCode.CONCURRENT_TRANSACTIONS and elapsed_s >= 0.45, \
+            f"held 0.5 s before CONCURRENT_TRANSACTIONS, not answered at once: {error.name} after {elapsed_s:.3f} s"
+        assert describe(cluster, txn).state == "PrepareCommit"
+    finally:
+        cluster("dev", "start", "broker", str(data_broker))
+    error = wait_for(lambda: (answer := next_add()[0]) != ErrorCode.CONCURRENT_TRANSACTIONS and (answer,), 60,
+                     "the next transaction to start")[0]
+    assert error == ErrorCode.NONE
+    described = describe(cluster, txn)
+    assert (described.state, described.producer_epoch, [(t.topic, list(t.partitions)) for t in described.topics]) \
+        == ("Ongoing", 1, [(topic, [0])])
+    assert logged_states(admin, cluster, state, txn)[-3:] == ["PREPARE_COMMIT", "COMPLETE_COMMIT", "ONGOING"]
+    assert metric(cluster, coordinator, "replog_txn_add_held_seconds_count", {}) >= held_before + 2
+    assert f"transactional id {txn!r}: AddPartitionsToTxn held 500 ms" in cluster.log_text("broker", coordinator)
+    assert end(cluster, txn, pid, 1, commit=False).error_code == ErrorCode.NONE
     wait_for(lambda: len(addresses(cluster)) == 3, 60, "every broker back")
 
 

@@ -138,6 +138,20 @@ def test_a_committed_transaction_shows_on_every_partition_and_an_aborted_one_on_
         assert shown(sim, partition) == wanted
 
 
+def test_back_to_back_transactions_start_while_the_last_one_completes_without_a_retry():
+    """Each transaction begins as soon as the last one's EndTxn is answered, while its markers are still out:
+    the coordinator holds the AddPartitionsToTxn and answers it with the write that completes the last one."""
+    sim = txn_cluster()
+    client = producer(sim)
+    attempts = [transaction(sim, client, {n % 3: 2, (n + 1) % 3: 1}) for n in range(6)]
+    assert [a.outcome for a in attempts] == ["committed"] * 6
+    assert sim.coordinator.adds_held == 5, "every transaction after the first began while the last one completed"
+    assert sim.coordinator.adds_released == 0
+    sim.heal_and_settle(SETTLE_MS)
+    for partition in sim.partitions:
+        assert shown(sim, partition) == [v for a in attempts for v in a.sent.get(partition, [])]
+
+
 def test_a_new_instance_fences_the_old_one_whose_transaction_is_aborted():
     sim = txn_cluster()
     zombie = producer(sim)

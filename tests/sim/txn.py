@@ -25,7 +25,10 @@ own process. Its `__transaction_state` partition is simulated as a single
 durable state: the records each operation makes are kept (and shown to the
 checker) before the answer or the markers go out, and survive a crash; a
 restart loads them into a new coordinator with the next coordinator epoch,
-which sends again the markers of every transaction that was ending. Markers
+which sends again the markers of every transaction that was ending. An
+AddPartitionsToTxn the core holds (it came while the producer's last
+transaction completed) is answered once the Result deciding it is kept, or
+CONCURRENT_TRANSACTIONS after ADD_HOLD_MS, as the broker does. Markers
 go to each partition's leader as produce requests carrying the marker
 (WriteTxnMarkers), are retried until answered, and leaders ask it to verify
 a transaction's first batch on a partition (KIP-890).
@@ -39,10 +42,13 @@ from replog.core.errors import ErrorCode
 from replog.core.log import MemoryBatch
 from replog.core.messages import ACKS_ALL, NO_LEADER, ProduceRequest
 from replog.core.producer_state import ProducerAppend
-from replog.core.txn.coordinator import TransactionCoordinator
+from replog.core.txn.coordinator import ADD_HOLD_MS, TransactionCoordinator
 from replog.core.txn.markers import TxnMarker
 from replog.core.txn.requests import (
+    AddAnswered,
+    AddHeld,
     AddPartitionsRequest,
+    AddPartitionsResponse,
     EndTxnRequest,
     InitProducerIdRequest,
     Result,
@@ -487,6 +493,9 @@ class TxnCoordinatorNode:
         self._markers: dict[tuple, tuple[WriteMarkers, Any, int]] = {}
         self._next_request = 0
         self._last_timeout_check = 0
+        self._held_calls: dict[str, tuple[object, Any]] = {}  # transactional id -> (caller, call id) of a held add
+        self.adds_held = 0
+        self.adds_released = 0  # held adds answered CONCURRENT_TRANSACTIONS
         self._start()
 
     def _start(self) -> None:
@@ -501,6 +510,7 @@ class TxnCoordinatorNode:
         self.up = False
         self.incarnation += 1
         self._markers.clear()
+        self._held_calls.clear()  # their callers ask again
 
     def restart(self) -> None:
         if self.up:
@@ -526,7 +536,22 @@ class TxnCoordinatorNode:
             for partition in sorted(markers.partitions):
                 key = (markers.transactional_id, markers.producer_id, markers.producer_epoch, partition.partition)
                 self._markers[key] = (markers, None, 0)
+        for event in result.events:
+            if isinstance(event, AddAnswered):
+                caller, call_id = self._held_calls.pop(event.transactional_id)
+                self.sim.network.send(TXN_COORDINATOR, caller, TxnCallReply(call_id, event.response), self.sim.now_ms)
         return result.response
+
+    def _release(self, transactional_id: str, call_id: Any, incarnation: int) -> None:
+        """The hold is over: a held add not decided yet is answered CONCURRENT_TRANSACTIONS."""
+        held = self._held_calls.get(transactional_id)
+        if incarnation != self.incarnation or held is None or held[1] != call_id:
+            return
+        if self.core.release_held(transactional_id):
+            del self._held_calls[transactional_id]
+            self.adds_released += 1
+            answer = AddPartitionsResponse(ErrorCode.CONCURRENT_TRANSACTIONS, "the last transaction is still ending")
+            self.sim.network.send(TXN_COORDINATOR, held[0], TxnCallReply(call_id, answer), self.sim.now_ms)
 
     def _send_due_markers(self) -> None:
         now_ms = self.sim.now_ms
@@ -577,6 +602,12 @@ class TxnCoordinatorNode:
             else:
                 response = self._apply(self.core.end_txn(request, now_ms))
             self._send_due_markers()
+            if isinstance(response, AddHeld):
+                self.adds_held += 1
+                self._held_calls[request.transactional_id] = (source, message.call_id)
+                self.sim.schedule(now_ms + ADD_HOLD_MS, self._release, request.transactional_id, message.call_id,
+                                  self.incarnation)
+                return
             self.sim.network.send(TXN_COORDINATOR, source, TxnCallReply(message.call_id, response), now_ms)
         else:
             raise TypeError(f"the transaction coordinator got {message!r}")

@@ -40,6 +40,20 @@ bumped epoch. A write, an EndTxn or a marker of a transaction that has ended
 carries an older epoch than everything after it, and is refused: a late
 commit can no longer commit the next transaction (Jepsen's 2024 finding).
 
+A producer's next transaction usually starts while its last one completes:
+its AddPartitionsToTxn comes with the new epoch while the markers are out.
+Kafka answers it CONCURRENT_TRANSACTIONS and the producer retries. Here the
+coordinator holds it (`AddHeld`) and decides it as soon as the last
+transaction is complete: in the same batch of records as COMPLETE_*, when it
+came before the markers were all written, or as soon as COMPLETE_* is written
+when it came while that was being written. The Result that decides it carries
+its answer (`AddAnswered`), to give once its records are written, so a
+transaction begun back to back costs no retry and no write of its own before
+it starts. If that write is refused, the add is held again while the last
+transaction completes again. A driver that will not wait any longer takes the
+request back with `release_held` and answers CONCURRENT_TRANSACTIONS, as
+Kafka would have at once.
+
 A transaction aborted because it outlived its timeout does not fence its
 producer (KIP-588): the epoch it wrote with stays the one before the last
 bump, so the producer, told that its transaction was aborted
@@ -62,6 +76,8 @@ from .metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata, ep
 from .records import TxnRecord
 from .requests import (
     OK,
+    AddAnswered,
+    AddHeld,
     AddOffsetsRequest,
     AddPartitionsRequest,
     AddPartitionsResponse,
@@ -85,10 +101,14 @@ from .state import TxnEvent, TxnState, next_state
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _PREPARED = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
-_ENDING = (*_PREPARED, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+_COMPLETE = (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+_ENDING = (*_PREPARED, *_COMPLETE)
 # A partition leader's answers to a marker that mean the marker is there: written now, or before
 # (a retry is refused as an old epoch, since the marker raised the producer's epoch).
 _MARKER_DONE = frozenset({ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH})
+# How long a driver holds an AddPartitionsToTxn for the producer's last transaction to complete before it
+# answers CONCURRENT_TRANSACTIONS (`release_held`); markers normally take a few milliseconds.
+ADD_HOLD_MS = 500
 
 
 class ProducerIdSource(Protocol):
@@ -184,6 +204,8 @@ class TransactionCoordinator:
         self._transactions: dict[str, TransactionMetadata] = {}
         self._pending: dict[str, _PendingMarkers] = {}
         self._unwritten: dict[str, _Unwritten] = {}
+        self._held: dict[str, frozenset[TopicPartition]] = {}  # transactional id -> partitions of its held add
+        self._deciding: dict[str, frozenset[TopicPartition]] = {}  # ... of a held add decided, not yet written
         self._loading = True
 
     # -- state from records -----------------------------------------------------------------------
@@ -239,8 +261,14 @@ class TransactionCoordinator:
                 unwritten.failed = True
             if unwritten.records == 0:
                 del self._unwritten[record.transactional_id]
+                deciding = self._deciding.pop(record.transactional_id, None)
                 if unwritten.failed:
+                    if deciding is not None and unwritten.written is not None and unwritten.written.state in _PREPARED:
+                        self._held[record.transactional_id] = deciding  # decided again with the next COMPLETE_*
                     self._roll_back(record.transactional_id, unwritten.written, batch, now_ms)
+                elif (record.transactional_id in self._held and unwritten.written is not None
+                      and unwritten.written.state in _COMPLETE):
+                    self._decide_held(record.transactional_id, batch, now_ms)
         return batch.result(None)
 
     def writing(self, transactional_id: str) -> bool:
@@ -349,13 +377,17 @@ class TransactionCoordinator:
     # -- AddPartitionsToTxn and AddOffsetsToTxn ----------------------------------------------------
 
     def add_partitions(self, request: AddPartitionsRequest, topics: TopicsImage,
-                       now_ms: int) -> Result[AddPartitionsResponse]:
+                       now_ms: int) -> Result[AddPartitionsResponse | AddHeld]:
         """Add partitions to the producer's transaction (starting one), or, with verify_only, say whether
         they are in its ongoing transaction (KIP-890: asked by a partition leader before it appends the
-        producer's first transactional batch; an answer other than NONE refuses the batch)."""
+        producer's first transactional batch; an answer other than NONE refuses the batch). An add that
+        comes while the producer's last transaction completes is held (`AddHeld`): it is decided with that
+        transaction's COMPLETE_* or right after it, and its answer is an `AddAnswered` event then."""
         batch = _Batch(self)
-        refusal = self._check_producer(request.transactional_id, request.producer_id, request.producer_epoch,
-                                       AddPartitionsResponse, request.verify_only)
+        holding = not request.verify_only and self._holdable(request)
+        refusal = None if holding else self._check_producer(request.transactional_id, request.producer_id,
+                                                            request.producer_epoch, AddPartitionsResponse,
+                                                            request.verify_only)
         if refusal is not None:
             return batch.result(refusal)
         if request.verify_only:
@@ -372,9 +404,34 @@ class TransactionCoordinator:
                 ErrorCode.NONE, f"no such partitions: {', '.join(sorted(map(str, unknown)))}",
                 {p: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if p in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
                  for p in request.partitions}))
+        if holding:
+            self._held[request.transactional_id] = request.partitions
+            return batch.result(AddHeld(request.transactional_id))
         self._add(metadata, request.partitions, batch, now_ms)
         return batch.result(AddPartitionsResponse(ErrorCode.NONE, "", dict.fromkeys(request.partitions,
                                                                                   ErrorCode.NONE)))
+
+    def _holdable(self, request: AddPartitionsRequest) -> bool:
+        """Whether the add comes, with the current producer id and epoch, while the producer's last
+        transaction completes (its markers are out, or COMPLETE_* is being written), and none is held yet."""
+        metadata = self._transactions.get(request.transactional_id)
+        return (not self._loading and metadata is not None and request.transactional_id not in self._held
+                and (metadata.producer_id, metadata.producer_epoch) == (request.producer_id, request.producer_epoch)
+                and (metadata.state in _PREPARED
+                     or (metadata.state in _COMPLETE and request.transactional_id in self._unwritten)))
+
+    def _decide_held(self, transactional_id: str, batch: _Batch, now_ms: int) -> None:
+        partitions = self._deciding[transactional_id] = self._held.pop(transactional_id)
+        self._add(self._transactions[transactional_id], partitions, batch, now_ms)
+        batch.events.append(AddAnswered(transactional_id, AddPartitionsResponse(
+            ErrorCode.NONE, "", dict.fromkeys(partitions, ErrorCode.NONE))))
+
+    def release_held(self, transactional_id: str) -> bool:
+        """Take back the id's held add, which its driver then answers CONCURRENT_TRANSACTIONS; False while it
+        is decided and its records are being written: the write's success answers it (`AddAnswered`). A
+        refused write holds it again if the last transaction is completing again, or lets it go."""
+        self._held.pop(transactional_id, None)
+        return transactional_id not in self._deciding
 
     def add_offsets(self, request: AddOffsetsRequest, now_ms: int) -> Result[Answer]:
         """Add the group's __consumer_offsets partition to the transaction, so that the offsets the
@@ -508,6 +565,8 @@ class TransactionCoordinator:
         batch.events.append(TransactionCompleted(metadata.transactional_id, metadata.producer_id,
                                                  metadata.state is TxnState.PREPARE_COMMIT,
                                                  now_ms - metadata.start_timestamp_ms))
+        if metadata.transactional_id in self._held:
+            self._decide_held(metadata.transactional_id, batch, now_ms)
 
     def _markers(self, transactional_id: str, partitions: Iterable[TopicPartition]) -> WriteMarkers:
         pending = self._pending[transactional_id]

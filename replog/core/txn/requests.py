@@ -63,6 +63,17 @@ class AddPartitionsResponse:
 
 
 @dataclass(frozen=True, slots=True)
+class AddHeld:
+    """The answer to an AddPartitionsToTxn that came while the producer's last transaction was completing:
+    none yet. The coordinator holds it and decides it once that transaction is complete; the driver
+    answers it with the `AddAnswered` event of the Result that decides it (see
+    `TransactionCoordinator.add_partitions`), or with CONCURRENT_TRANSACTIONS if it gives up waiting
+    (`release_held`)."""
+
+    transactional_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class AddOffsetsRequest:
     transactional_id: str
     producer_id: int
@@ -160,7 +171,16 @@ class CoordinatorFenced:
     partition: TopicPartition
 
 
-Event = TransactionTimedOut | ProducerFenced | TransactionCompleted | CoordinatorFenced
+@dataclass(frozen=True, slots=True)
+class AddAnswered:
+    """A held AddPartitionsToTxn is decided: give it this answer once the Result's records are written (or
+    the write's error if they are not)."""
+
+    transactional_id: str
+    response: AddPartitionsResponse
+
+
+Event = TransactionTimedOut | ProducerFenced | TransactionCompleted | CoordinatorFenced | AddAnswered
 
 
 @dataclass(frozen=True, slots=True)
