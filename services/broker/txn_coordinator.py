@@ -171,6 +171,12 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
                     return AddPartitionsResponse(ErrorCode.CONCURRENT_TRANSACTIONS,
                                                  f"{transactional_id!r} is still completing its last transaction; retry")
                 wait_s = HELD_WRITE_CHECK_S  # decided, and its records are being written: their answer decides
+        except asyncio.CancelledError:
+            # The client went away (its deadline passed, or it died): nobody will take the transaction it
+            # would have started, unless it is already being written.
+            if self.is_current(shard):
+                shard.core.release_held(transactional_id)
+            raise
         finally:
             metrics.TXN_ADD_HELD.observe(time.monotonic() - started)
             if self._held.get(transactional_id) is answer:
