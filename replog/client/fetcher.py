@@ -152,14 +152,15 @@ class Fetcher(LoopWorker):
             return
         code = ErrorCode.of(result.error_code)
         if code is ErrorCode.NONE:
-            if result.records:
-                next_offset = next_fetch_offset(result.records, fetch_offset)
+            records = result.records  # each read of a bytes field copies it out of the message
+            if records:
+                next_offset = next_fetch_offset(records, fetch_offset)
                 if next_offset > fetch_offset:
                     # Without aborted transactions, read_committed hides only the control batches, as
                     # read_uncommitted does: no filter to build and no marker to decode.
                     aborted = AbortedFilter((txn.producer_id, txn.first_offset) for txn in result.aborted_transactions
                                             ) if self._read_committed and result.aborted_transactions else None
-                    self._buffer.completed.append(CompletedFetch(tp, generation, result.records, aborted))
+                    self._buffer.completed.append(CompletedFetch(tp, generation, records, aborted))
                     state.fetch_offset = next_offset
             return
         if code is ErrorCode.OFFSET_OUT_OF_RANGE:

@@ -153,10 +153,12 @@ def fetch_response_of(result: broker_pb2.FetchPartitionResponse) -> FetchRespons
     diverging = None
     if result.HasField("diverging_epoch"):
         diverging = EpochEndOffset(result.diverging_epoch.epoch, result.diverging_epoch.end_offset)
-    batches = batch_infos(result.records)
+    records = result.records  # each read of a bytes field copies it out of the message
+    batches = batch_infos(records)
     whole_bytes = sum(batch.size_bytes for batch in batches)
     # A response cut at its size bound may end inside a batch: keep whole batches only.
-    records = result.records if whole_bytes == len(result.records) else result.records[:whole_bytes]
+    if whole_bytes != len(records):
+        records = records[:whole_bytes]
     return FetchResponse(
         error=ErrorCode.of(result.error_code),
         high_watermark=result.high_watermark,

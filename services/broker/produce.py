@@ -101,7 +101,8 @@ def _append(
     if driver is None:
         fill_produce_partition(result, partitions.metadata.not_hosted(key), f"this broker hosts no replica of {key}")
         return None
-    checked = validate_batches(data.records, max_message_bytes=driver.log.config.max_message_bytes)
+    records = data.records  # each read of a bytes field copies it out of the message
+    checked = validate_batches(records, max_message_bytes=driver.log.config.max_message_bytes)
     if not checked.ok:
         fill_produce_partition(result, checked.error, checked.reason)
         return None
@@ -110,9 +111,9 @@ def _append(
     if isinstance(producer, str):
         fill_produce_partition(result, ErrorCode.INVALID_RECORD, producer)
         return None
-    produce = ProduceRequest(0, bytearray(data.records), record_count, request.acks, request.timeout_ms,
+    produce = ProduceRequest(0, bytearray(records), record_count, request.acks, request.timeout_ms,
                              data.current_leader_epoch, producer)
-    metrics.BYTES_IN.labels(key.topic).inc(len(data.records))
+    metrics.BYTES_IN.labels(key.topic).inc(len(records))
     metrics.MESSAGES_IN.labels(key.topic).inc(record_count)
     result.log_start_offset = driver.log.log_start_offset
     if producer is not None and driver.is_leader and driver.replica.needs_verification(producer):
