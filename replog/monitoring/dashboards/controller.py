@@ -43,15 +43,20 @@ def _transactions(board: Board) -> None:
     board.timeseries("Transactions by state",
                      "Transactional ids by the state of their latest transaction, summed over the coordinators. "
                      "Ongoing: open; PrepareCommit and PrepareAbort: decided, markers being written.",
-                     [(f"sum by (state) ({q('replog_transactions')})", "{{state}}")])
+                     [(f"sum by (state) ({q('replog_transactions')})", "{{state}}")], width=6)
     board.timeseries("Transactions ended", "Transactions whose markers every partition has, per second, "
                      "by coordinating broker: commits, aborts and timeouts.",
                      [(f"sum by (instance) ({rate('replog_txn_marker_latency_seconds_count')})", "{{instance}}")],
-                     unit="ops")
+                     unit="ops", width=6)
     board.timeseries("Marker latency",
                      "From a transaction's decision (PREPARE_*) being written until every partition has its "
                      "marker (p50, p99). Long: a partition of the transaction has no leader or too few in-sync "
-                     "replicas.", quantiles("replog_txn_marker_latency_seconds", ""), unit="s")
+                     "replicas.", quantiles("replog_txn_marker_latency_seconds", ""), unit="s", width=6)
+    board.timeseries("Next transactions held",
+                     "AddPartitionsToTxn requests that came while their producer's last transaction was still "
+                     "completing, held until it completed (p50, p99). Near 0.5 s: the markers are late, and the "
+                     "producers are answered CONCURRENT_TRANSACTIONS and retry.",
+                     quantiles("replog_txn_add_held_seconds", ""), unit="s", width=6)
 
 
 def _coordinators(board: Board) -> None:
