@@ -152,6 +152,26 @@ def test_back_to_back_transactions_start_while_the_last_one_completes_without_a_
         assert shown(sim, partition) == [v for a in attempts for v in a.sent.get(partition, [])]
 
 
+def test_a_next_transaction_held_longer_than_the_hold_is_told_to_retry_and_starts_once_the_marker_lands():
+    """The last transaction's marker is kept from partition 0's leader for 1.5 s: the next transaction's
+    AddPartitionsToTxn is held 0.5 s, answered CONCURRENT_TRANSACTIONS, asked again; once the marker lands,
+    a held add is decided with COMPLETE_COMMIT and the transaction commits."""
+    sim = txn_cluster()
+    client = producer(sim)
+    hold = Hold(sim, sim.controller.states[0].leader, lambda source, m: source == TXN_COORDINATOR
+                and isinstance(m, Produce) and m.request.marker is not None)
+    first = transaction(sim, client, {0: 1}, commit=True)
+    assert first.outcome == "committed" and sim.coordinator.core.get("tx").state is TxnState.PREPARE_COMMIT
+    second = client.begin({0: 2})
+    sim.run_for(1_500)
+    assert sim.coordinator.adds_released >= 2 and second.outcome == "open", "held 0.5 s at a time, then retried"
+    hold.release()
+    assert sim.run_until(lambda: second.outcome != "open", WAIT_MS)
+    assert second.outcome == "committed"
+    sim.heal_and_settle(SETTLE_MS)
+    assert shown(sim, 0) == first.sent[0] + second.sent[0]
+
+
 def test_a_new_instance_fences_the_old_one_whose_transaction_is_aborted():
     sim = txn_cluster()
     zombie = producer(sim)
