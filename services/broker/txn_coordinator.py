@@ -229,10 +229,10 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
                     self._spawn(self._retry(shard, follow, attempts + 1))
         if error == ErrorCode.NONE:
             self._answer_held(result)
-        if error == ErrorCode.NONE and result.markers and self.is_current(shard):
-            for marker in result.markers:
-                self._markers_since.setdefault(marker.transactional_id, time.monotonic())
-            self._markers.send(shard, result.markers, attempts)
+            if result.markers and self.is_current(shard):
+                for marker in result.markers:
+                    self._markers_since.setdefault(marker.transactional_id, time.monotonic())
+                self._markers.send(shard, result.markers, attempts)
         return error
 
     async def _retry(self, shard: Shard[TransactionCoordinator], result: Result, attempts: int) -> None:

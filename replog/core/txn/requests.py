@@ -173,8 +173,8 @@ class CoordinatorFenced:
 
 @dataclass(frozen=True, slots=True)
 class AddAnswered:
-    """A held AddPartitionsToTxn is decided: give it this answer once the Result's records are written (or
-    the write's error if they are not)."""
+    """A held AddPartitionsToTxn is decided: give it this answer once the Result's records are written. If
+    they are refused, the coordinator holds the add again or lets it go (`release_held` then says so)."""
 
     transactional_id: str
     response: AddPartitionsResponse
