@@ -185,7 +185,8 @@ def tail(path: str, lines: int = 15) -> str:
 
 def scrape_metric(metrics_address: str, name: str, timeout_s: float = 1.0,
                   security: channels.ClientSecurity | None = None) -> float | None:
-    """One unlabelled sample from a Prometheus /metrics endpoint (HTTPS under TLS), or None if unavailable."""
+    """One sample from a Prometheus /metrics endpoint (HTTPS under TLS), or None if unavailable; `name` as the
+    page writes it, labels included (`name{label="value"}`)."""
     context = metrics_client_context(security) if security is not None and security.tls else None
     url = f"{'https' if context else 'http'}://{metrics_address}/metrics"
     try:

@@ -36,7 +36,10 @@ CERTIFICATE_RELOADS = prometheus_client.Counter(
 )
 CERTIFICATE_EXPIRY = prometheus_client.Gauge(
     "replog_tls_certificate_expiry_timestamp_seconds",
-    "When the certificate this process presents stops being valid, as a Unix time.",
+    "When a certificate this process relies on stops being valid, as a Unix time: kind=certificate is the "
+    "chain it presents, kind=ca the CA certificates it verifies others by (the first of each to expire). "
+    "Only a process with TLS listeners has series.",
+    ["kind"],
 )
 
 CLIENT_AUTH_CHOICES = ("none", "requested", "required")
@@ -119,7 +122,7 @@ class Reloading:
         self._signature = _signature(tls.paths)
         self._value = build(tls)
         self._checked_s = time.monotonic()
-        _record_expiry(tls.certfile)
+        _record_expiry(tls)
 
     def current(self) -> tuple[Any, bool]:
         """The value now, and whether it changed since the previous call."""
@@ -140,7 +143,7 @@ class Reloading:
                 return self._value, False
             self._signature, self._value = signature, value
         CERTIFICATE_RELOADS.labels("loaded").inc()
-        _record_expiry(self._tls.certfile)
+        _record_expiry(self._tls)
         log.info("loaded the changed TLS files %s; new connections use them", ", ".join(self._tls.paths))
         return value, True
 
@@ -192,13 +195,22 @@ def _signature(paths: tuple[str, ...]) -> tuple[tuple[int, int, int], ...]:
     return tuple(signature)
 
 
-def _record_expiry(certfile: str) -> None:
+def _record_expiry(tls: ServerTls) -> None:
+    for kind, path in (("certificate", tls.certfile), ("ca", tls.cafile)):
+        expiry = first_expiry(path)
+        if expiry is not None:
+            CERTIFICATE_EXPIRY.labels(kind).set(expiry)
+
+
+def first_expiry(path: str) -> float | None:
+    """When the first of the PEM certificates in `path` stops being valid (Unix time); None when the file
+    has none that load, or the tls extra (cryptography) is not installed: serving does not need it."""
     try:
         from cryptography import x509
-    except ImportError:  # the expiry gauge needs the tls extra; serving does not
-        return
+    except ImportError:
+        return None
     try:
-        certificate = x509.load_pem_x509_certificate(read_bytes(certfile))
+        certificates = x509.load_pem_x509_certificates(read_bytes(path))
     except (OSError, ValueError):
-        return
-    CERTIFICATE_EXPIRY.set(certificate.not_valid_after_utc.timestamp())
+        return None
+    return min(certificate.not_valid_after_utc.timestamp() for certificate in certificates)

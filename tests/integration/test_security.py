@@ -110,9 +110,20 @@ def test_a_certificate_of_the_clusters_ca_gets_in(cluster, tls, certificates, tm
 def test_metrics_are_served_over_https_to_certificate_holders(cluster, tls, certificates):
     address = cluster.metrics_address("broker", 1)
     alice = _client(tls, certificates["alice"])
-    assert wait_for(lambda: scrape_metric(address, "replog_tls_certificate_expiry_timestamp_seconds", security=alice),
-                    10, "the broker's metrics over HTTPS") > 0
+    expiry = 'replog_tls_certificate_expiry_timestamp_seconds{kind="%s"}'
+    served = wait_for(lambda: scrape_metric(address, expiry % "certificate", security=alice), 10,
+                      "the broker's metrics over HTTPS")
+    # The alerts on certificate expiry read these: the broker's own certificate and the cluster's CA.
+    assert served == _not_after(tls["identities"]["broker"]["certfile"])
+    assert scrape_metric(address, expiry % "ca", security=alice) == _not_after(tls["cafile"])
     assert scrape_metric(address, "process_cpu_seconds_total") is None
+
+
+def _not_after(path: str) -> float:
+    from cryptography import x509
+
+    with open(path, "rb") as pem:
+        return x509.load_pem_x509_certificate(pem.read()).not_valid_after_utc.timestamp()
 
 
 # -- ACLs ------------------------------------------------------------------------------------

@@ -154,6 +154,49 @@ def test_a_half_written_rotation_is_not_taken(pki, tmp_path):
     assert changed and value != before
 
 
+def test_the_expiry_gauge_follows_the_certificate_and_the_ca_through_a_rotation(pki, tmp_path):
+    """What the certificate-expiry alerts read: the first certificate of each file to expire, and the
+    rotated certificate's once the new files load."""
+    soon = pki["ca"].issue(str(tmp_path / "ca"), "soon", valid_for=datetime.timedelta(days=3))
+    live_cert, live_key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    shutil.copy(soon.certfile, live_cert)
+    shutil.copy(soon.keyfile, live_key)
+    # A CA file that also trusts a second certificate, which expires first.
+    other = pki["ca"].issue(str(tmp_path / "ca"), "other", valid_for=datetime.timedelta(days=10))
+    trusted = str(tmp_path / "trusted.pem")
+    with open(trusted, "wb") as out:
+        out.write(open(pki["ca"].cafile, "rb").read() + open(other.certfile, "rb").read())
+    files = tls_module.Reloading(ServerTls(live_cert, live_key, trusted), lambda tls: tls.read_pem()[1])
+
+    def expiry(kind):
+        return tls_module.CERTIFICATE_EXPIRY.labels(kind)._value.get()
+
+    assert expiry("certificate") == not_after(soon.certfile)
+    assert expiry("ca") == not_after(other.certfile) < not_after(pki["ca"].cafile)
+    assert expiry("certificate") - time.time() < 3 * 86400
+
+    shutil.copy(pki["server"].certfile, live_cert)
+    shutil.copy(pki["server"].keyfile, live_key)
+    assert wait_until(lambda: files.current()[1])
+    assert expiry("certificate") == not_after(pki["server"].certfile) > not_after(soon.certfile)
+
+
+def not_after(path):
+    from cryptography import x509
+
+    with open(path, "rb") as pem:
+        return x509.load_pem_x509_certificate(pem.read()).not_valid_after_utc.timestamp()
+
+
+def wait_until(condition):
+    deadline = time.monotonic() + WAIT_S_MAX
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def test_the_metrics_port_speaks_https_and_wants_a_client_certificate(pki):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
