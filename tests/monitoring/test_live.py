@@ -1,6 +1,7 @@
 """The dashboards and alerts against a real Prometheus scraping a real cluster.
 
-Given a local cluster started with --monitoring and --log-format json, a producer writing, a
+Given a local cluster started with --monitoring, --tls and --log-format json (Prometheus scrapes
+HTTPS with a client certificate, as a production cluster would have it), a producer writing, a
 transactional producer committing small transactions and a consumer group reading, when a broker
 is SIGKILLed: every query of every dashboard panel returns at least one series through
 Prometheus's HTTP API, ReplogBrokerDown and ReplogUnderReplicatedPartitions fire, and both
@@ -19,8 +20,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from replog.client import Admin, ClientError, Consumer, NewTopic, Producer
+from replog.dev.processes import metrics_client_context
 from replog.monitoring import preview
 from replog.monitoring.api import PrometheusApi, expand
+from replog.rpc.channels import ClientSecurity
 from tests.integration.cluster import LocalCluster, wait_for
 from tests.monitoring import queries
 
@@ -42,7 +45,7 @@ LOG_FIELDS = {"time", "level", "service", "logger", "event", "message"}
 @pytest.fixture(scope="module")
 def monitored(tmp_path_factory):
     cluster = LocalCluster(str(tmp_path_factory.mktemp("monitored") / "data"))
-    cluster.up("--brokers", "3", "--controllers", "2", "--monitoring", "--log-format", "json")
+    cluster.up("--brokers", "3", "--controllers", "2", "--monitoring", "--tls", "--log-format", "json")
     yield cluster
     cluster.down(kill=True)
 
@@ -53,16 +56,24 @@ def api(monitored):
 
 
 @pytest.fixture(scope="module")
-def traffic(monitored):
+def security(monitored):
+    """The admin's certificate of the cluster's own CA."""
+    tls = monitored.state()["tls"]
+    admin = tls["identities"]["admin"]
+    return ClientSecurity(tls["cafile"], admin["certfile"], admin["keyfile"])
+
+
+@pytest.fixture(scope="module")
+def traffic(monitored, security):
     """A producer writing about 200 records a second, a transactional producer committing a few
     transactions of five records a second, and a consumer group reading them, on threads."""
     bootstrap = monitored.status()["metadata"][0]["address"]
-    with Admin(bootstrap) as admin:
+    with Admin(bootstrap, security=security) as admin:
         admin.create_topics([NewTopic(TOPIC, 3, 3, configs={"min.insync.replicas": "2"})])
     stop = threading.Event()
 
     def produce():
-        with Producer(bootstrap, linger_ms=20) as producer:
+        with Producer(bootstrap, linger_ms=20, security=security) as producer:
             while not stop.wait(0.005):
                 producer.send(TOPIC, b"an order")
 
@@ -71,7 +82,7 @@ def traffic(monitored):
         while not stop.wait(TXN_PAUSE_S):
             try:
                 if producer is None:
-                    producer = Producer(bootstrap, transactional_id=TRANSACTIONAL_ID, linger_ms=5)
+                    producer = Producer(bootstrap, transactional_id=TRANSACTIONAL_ID, linger_ms=5, security=security)
                     producer.init_transactions(TXN_TIMEOUT_S)
                 producer.begin_transaction()
                 for _ in range(TXN_RECORDS):
@@ -88,7 +99,7 @@ def traffic(monitored):
                 producer.close(TXN_TIMEOUT_S)
 
     def consume():
-        with Consumer(bootstrap, group_id=GROUP, auto_offset_reset="earliest") as consumer:
+        with Consumer(bootstrap, group_id=GROUP, auto_offset_reset="earliest", security=security) as consumer:
             consumer.subscribe([TOPIC])
             while not stop.is_set():
                 try:
@@ -113,14 +124,15 @@ def active(api, name):
     return [a for a in api.alerts() if a["labels"]["alertname"] == name]
 
 
-def served_metric_names(cluster):
+def served_metric_names(cluster, security):
     """Every sample name each member's /metrics declares (a labelled metric with no series yet counts)."""
     suffixes = {"counter": ("_total", "_created"), "histogram": ("_bucket", "_count", "_sum", "_created"),
                 "gauge": ("",), "summary": ("_count", "_sum", "_created"), "unknown": ("",)}
     served = set()
     for kind in ("brokers", "controllers", "metadata"):
         for member in cluster.state()[kind]:
-            with urllib.request.urlopen(f"http://{member['metrics_address']}/metrics", timeout=5) as response:
+            with urllib.request.urlopen(f"https://{member['metrics_address']}/metrics", timeout=5,
+                                        context=metrics_client_context(security)) as response:
                 text = response.read().decode()
             for family in text_string_to_metric_families(text):
                 served |= {family.name + suffix for suffix in suffixes.get(family.type, ("",))}
@@ -128,7 +140,7 @@ def served_metric_names(cluster):
     return served
 
 
-def test_dashboards_and_alerts_follow_a_broker_failure(monitored, api, traffic, tmp_path):
+def test_dashboards_and_alerts_follow_a_broker_failure(monitored, api, security, traffic, tmp_path):
     # Given traffic that every dashboard sees: a group with lag figures, records flowing, transactions
     # committed.
     wait_for(lambda: api.query(f'sum(replog_consumergroup_members{{group="{GROUP}"}}) > 0')
@@ -137,7 +149,7 @@ def test_dashboards_and_alerts_follow_a_broker_failure(monitored, api, traffic, 
              and api.query(f'sum(rate(replog_txn_marker_latency_seconds_count[{RATE_INTERVAL}])) > 0'), 60,
              "Prometheus to see the producers and the consumer group")
 
-    missing = queries.every_metric_name() - served_metric_names(monitored)
+    missing = queries.every_metric_name() - served_metric_names(monitored, security)
     assert not missing, f"named by a dashboard or rule but served by no member: {sorted(missing)}"
 
     # When a broker that does not coordinate the group is SIGKILLed.
@@ -161,6 +173,10 @@ def test_dashboards_and_alerts_follow_a_broker_failure(monitored, api, traffic, 
     assert value(api, "sum(replog_active_broker_count)") == 2
     assert value(api, "sum(replog_under_replicated_partitions)") > 0
     assert value(api, "sum(replog_offline_replica_count)") > 0
+    # Every member's certificate and CA come from the cluster's CA, valid for a year: no expiry alert.
+    left_days = value(api, "min(replog_tls_certificate_expiry_timestamp_seconds) - time()") / 86_400
+    assert 364 < left_days <= 365
+    assert not active(api, "ReplogCertificateExpiresSoon")
 
     dashboard = queries.dashboards()["replog-cluster.json"]
     picture = tmp_path / "cluster.png"

@@ -1,11 +1,12 @@
 """The cluster dashboard: health at a glance, brokers, replication, throughput, requests,
-purgatories, storage, processes and ZooKeeper sessions."""
+purgatories, storage, processes, ZooKeeper sessions and TLS certificates."""
 
 from __future__ import annotations
 
 from replog.monitoring.dashboards.board import RATE, Board, q, quantiles, rate, thresholds
 from replog.monitoring.dashboards.controller import elections
 from replog.monitoring.dashboards.topics import throughput
+from replog.monitoring.rules import DAY_S
 
 # process_* comes from every program Prometheus scrapes: keep the replog members, which all
 # have a ZooKeeper session.
@@ -115,3 +116,12 @@ def _processes(board: Board) -> None:
                        "{{instance}} disconnects"),
                       (f"sum by (instance) (increase({q('replog_zookeeper_expires_total')}[{RATE}]))",
                        "{{instance}} expiries")], width=12)
+    left = f"min by (instance, kind) ({q('replog_tls_certificate_expiry_timestamp_seconds')}) - time()"
+    board.stat("First certificate to expire",
+               "Time until the first TLS certificate of any process stops being valid: the chains they present "
+               "and the CA certificates they verify by. No data on a plaintext cluster.",
+               f"min({left})", unit="s", steps=thresholds((None, "red"), (7 * DAY_S, "orange"), (30 * DAY_S, "green")),
+               width=6)
+    board.timeseries("Certificates: time left",
+                     "Time until each process's TLS certificate (certificate) and CA certificates (ca) expire.",
+                     [(left, "{{instance}} {{kind}}")], unit="s", width=18, height=4)
