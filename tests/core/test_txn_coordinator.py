@@ -87,8 +87,8 @@ def test_the_next_transaction_waits_until_the_last_one_has_all_its_markers_and_s
     c = Coordinator()
     pid, epoch = started(c, T0)
     c.end(pid, epoch, commit=True)
-    assert c.add(pid, epoch + 1, T1) == AddHeld("tx"), "held while the markers are out"
-    assert c.add(pid, epoch + 1, T1).error == ErrorCode.CONCURRENT_TRANSACTIONS, "one add held at a time"
+    assert c.add(pid, epoch + 1, T1) == AddHeld("tx", frozenset({T1})), "held while the markers are out"
+    assert c.add(pid, epoch + 1, U0, leader_add=True) == AddHeld("tx", frozenset({U0})), "a second one too"
     assert c.add(pid, epoch + 1, T1, verify_only=True).error == ErrorCode.CONCURRENT_TRANSACTIONS
     assert c.state() is TxnState.PREPARE_COMMIT and not answered(c)
     c.hold = True
@@ -96,8 +96,9 @@ def test_the_next_transaction_waits_until_the_last_one_has_all_its_markers_and_s
     (write,) = c.writing
     assert [r.metadata.state for r in write.records] == [TxnState.COMPLETE_COMMIT, TxnState.ONGOING], \
         "the last transaction's end and the next one's start in one write"
-    assert write.records[1].metadata.partitions == {T1}
-    assert answered(c) == [AddAnswered("tx", AddPartitionsResponse(ErrorCode.NONE, "", {T1: ErrorCode.NONE}))]
+    assert write.records[1].metadata.partitions == {T1, U0}
+    assert answered(c) == [AddAnswered("tx", AddPartitionsResponse(ErrorCode.NONE, "", {T1: ErrorCode.NONE,
+                                                                                      U0: ErrorCode.NONE}))]
     c.persist()
     assert c.state() is TxnState.ONGOING and c.core.get("tx").producer_epoch == epoch + 1
 
@@ -117,11 +118,56 @@ def test_a_held_add_taken_back_leaves_the_transaction_to_complete_alone():
     c = Coordinator()
     pid, epoch = started(c, T0)
     c.end(pid, epoch, commit=False)
-    assert c.add(pid, epoch + 1, T1) == AddHeld("tx"), "after an abort too"
-    assert c.core.release_held("tx"), "undecided: its driver answers CONCURRENT_TRANSACTIONS"
+    assert c.add(pid, epoch + 1, T1) == AddHeld("tx", frozenset({T1})), "after an abort too"
+    assert c.core.release_held("tx", frozenset({T1})), "undecided: its driver answers CONCURRENT_TRANSACTIONS"
     c.ack_all()
     assert c.state() is TxnState.COMPLETE_ABORT and not answered(c)
     assert c.add(pid, epoch + 1, T1).error == ErrorCode.NONE
+
+
+def test_partition_leaders_adding_side_by_side_are_held_while_the_first_add_is_written_then_merged():
+    """Transactions v2 (KIP-890 part 2): the leaders of a transaction's partitions add them, at once."""
+    c = Coordinator()
+    answer = c.init()
+    pid, epoch = answer.producer_id, answer.producer_epoch
+    c.hold = True
+    first = c.add(pid, epoch, T0, leader_add=True)
+    assert first.results == {T0: ErrorCode.NONE}, "answered once its write is committed"
+    assert c.add(pid, epoch, T1, leader_add=True) == AddHeld("tx", frozenset({T1})), "while T0's write is out"
+    assert c.add(pid, epoch, U0, leader_add=True) == AddHeld("tx", frozenset({U0}))
+    assert c.add(pid, epoch, T1, verify_only=True).error == ErrorCode.NONE, "a verification decides nothing"
+    c.persist()
+    (merged,) = c.writing
+    assert [r.metadata.partitions for r in merged.records] == [{T0, T1, U0}], "the held adds in one write"
+    assert answered(c) == [AddAnswered("tx", AddPartitionsResponse(ErrorCode.NONE, "", {T1: ErrorCode.NONE,
+                                                                                      U0: ErrorCode.NONE}))]
+    assert c.add(pid, epoch, T0, leader_add=True) == AddHeld("tx", frozenset({T0})), "while the merge is out"
+    c.persist()
+    assert not c.writing, "T0 is in already: answered without a write"
+    assert answered(c)[-1] == AddAnswered("tx", AddPartitionsResponse(ErrorCode.NONE, "", {T0: ErrorCode.NONE}))
+    assert c.state() is TxnState.ONGOING and c.core.get("tx").partitions == {T0, T1, U0}
+
+
+def test_held_adds_are_taken_back_one_by_one_and_let_go_when_the_write_they_waited_for_is_refused():
+    c = Coordinator()
+    answer = c.init()
+    pid, epoch = answer.producer_id, answer.producer_epoch
+    c.hold = True
+    c.add(pid, epoch, T0, leader_add=True)
+    c.add(pid, epoch, T1, leader_add=True)
+    c.add(pid, epoch, U0, leader_add=True)
+    assert c.core.release_held("tx", frozenset({T1})), "undecided: answered CONCURRENT_TRANSACTIONS"
+    c.persist()
+    (write,) = c.writing
+    assert write.records[0].metadata.partitions == {T0, U0}, "T1 was taken back"
+    assert not c.core.release_held("tx", frozenset({U0})), "decided and being written: its write answers it"
+    c.refuse()
+    assert c.core.release_held("tx", frozenset({U0})), "refused: let go"
+    c.add(pid, epoch, T1, leader_add=True)
+    c.refuse()
+    assert c.state() is TxnState.ONGOING and c.core.get("tx").partitions == {T0}
+    c.hold = False
+    assert c.add(pid, epoch, T1, leader_add=True).results == {T1: ErrorCode.NONE}, "asked again: added"
 
 
 def test_a_new_producer_fences_the_old_one_and_aborts_its_transaction():

@@ -9,7 +9,9 @@ schedule:
 - the coordinator's writes take time and may be refused (an ISR below min.insync.replicas) while other
   requests arrive, and still its log holds each transactional id's decisions in the order they were made;
 - an AddPartitionsToTxn held while the last transaction completes is answered with the write that
-  decides it, or CONCURRENT_TRANSACTIONS when it is taken back.
+  decides it, or CONCURRENT_TRANSACTIONS when it is taken back;
+- with transactions v2 (KIP-890 part 2) the partition leaders add their partitions as writes arrive, side
+  by side, and the same holds.
 """
 
 from collections.abc import Callable
@@ -50,6 +52,7 @@ class Write:
     producer_id: int
     epoch: int
     partition: TopicPartition
+    leader_add: bool = False  # transactions v2: the partition's leader adds it for the producer
 
 
 @dataclass
@@ -91,7 +94,8 @@ class World:
         # The coordinator's writes in flight, in the order it made them, each with what to do with its answer
         # once the write is committed (the driver answers only then; a refused write is an error to the client).
         self.writing: list[tuple[Result, Callable | None]] = []
-        self.held: dict[str, Callable] = {}  # transactional id -> the answer of its held AddPartitionsToTxn
+        # transactional id -> (partitions, answer) of each of its held AddPartitionsToTxn
+        self.held: dict[str, list[tuple[frozenset, Callable]]] = {}
         self.now_ms = 1_000
 
     # -- the coordinator's side ------------------------------------------------------------------------
@@ -100,7 +104,7 @@ class World:
         """The driver: a result with records is written first; its markers and answer wait for that. A held
         add waits for the result that decides it."""
         if isinstance(result.response, AddHeld):
-            self.held[result.response.transactional_id] = answered
+            self.held.setdefault(result.response.transactional_id, []).append((result.response.partitions, answered))
         elif result.records:
             self.writing.append((result, answered))
         else:
@@ -114,7 +118,13 @@ class World:
             answered(result.response)
         for event in result.events:
             if isinstance(event, AddAnswered):
-                self.held.pop(event.transactional_id)(event.response)
+                # Every held add whose partitions the write put in the transaction, those held after the
+                # decision too (a later AddAnswered for them then finds none).
+                waiting = self.held.get(event.transactional_id, [])
+                decided = [(p, a) for p, a in waiting if p <= event.response.results.keys()]
+                for item in decided:
+                    waiting.remove(item)
+                    item[1](AddPartitionsResponse(ErrorCode.NONE, "", {p: event.response.results[p] for p in item[0]}))
 
     def persist(self) -> None:
         """The oldest write in flight is committed (the high watermark passes writes in log order)."""
@@ -130,8 +140,11 @@ class World:
 
     def release(self, tid: str) -> None:
         """The driver stops holding an add: CONCURRENT_TRANSACTIONS, unless its records are being written."""
-        if tid in self.held and self.coordinator.release_held(tid):
-            self.held.pop(tid)(AddPartitionsResponse(ErrorCode.CONCURRENT_TRANSACTIONS))
+        if self.held.get(tid):
+            partitions, answered = self.held[tid][0]
+            if self.coordinator.release_held(tid, partitions):
+                self.held[tid].pop(0)
+                answered(AddPartitionsResponse(ErrorCode.CONCURRENT_TRANSACTIONS))
 
     def failover(self, pick: int) -> None:
         """The coordinator's broker dies: of its writes in flight, the first few made it into the log the
@@ -173,6 +186,14 @@ class World:
             AddPartitionsRequest(tid, producer.producer_id, producer.epoch, frozenset({partition})), TOPICS,
             self.now_ms), answered)
 
+    def send_v2(self, tid: str, partition: TopicPartition) -> None:
+        """A write of a producer on transactions v2: it adds nothing itself; the leader adds the partition."""
+        producer = self.producers[tid]
+        if producer.producer_id < 0:
+            self.init(tid)
+            return
+        self.network.append(Write(tid, producer.producer_id, producer.epoch, partition, leader_add=True))
+
     def send_unadded(self, tid: str, partition: TopicPartition) -> None:
         """A write to a partition the producer never added (a client bug, or a write that outlived the
         AddPartitionsToTxn it followed): only the leader's verification keeps it out."""
@@ -200,6 +221,15 @@ class World:
         key = (write.partition, write.producer_id, write.epoch)
         sequence = self.sequences.get(key, 0)
         append = ProducerAppend(write.producer_id, write.epoch, sequence, sequence, transactional=True)
+        if states.needs_verification(append) and write.leader_add:
+            def added(answer) -> None:
+                if answer.error == ErrorCode.NONE and answer.results[write.partition] == ErrorCode.NONE:
+                    states.verified(write.producer_id, write.epoch, self.now_ms)
+                    self.deliver_write(write)
+            self.take(self.coordinator.add_partitions(AddPartitionsRequest(
+                write.tid, write.producer_id, write.epoch, frozenset({write.partition}), leader_add=True), TOPICS,
+                self.now_ms), added)
+            return
         if states.needs_verification(append):
             answer = self.coordinator.add_partitions(AddPartitionsRequest(
                 write.tid, write.producer_id, write.epoch, frozenset({write.partition}), verify_only=True), TOPICS,
@@ -255,7 +285,8 @@ class World:
         raise AssertionError("markers and writes kept coming")
 
 
-STEPS = st.lists(st.tuples(st.sampled_from(["init", "send", "send", "send", "commit", "abort", "deliver", "deliver",
+STEPS = st.lists(st.tuples(st.sampled_from(["init", "send", "send", "send", "v2send", "v2send", "commit", "abort",
+                                            "deliver", "deliver",
                                             "deliver", "deliver", "again", "tick", "failover", "unadded",
                                             "persist", "persist", "persist", "refuse", "release"]),
                            st.sampled_from(TIDS), st.sampled_from(PARTITIONS), st.integers(0, 100)),
@@ -271,6 +302,8 @@ def test_transactions_end_whole_on_every_partition_and_late_messages_change_noth
             world.init(tid)
         elif action == "send":
             world.send(tid, partition)
+        elif action == "v2send":
+            world.send_v2(tid, partition)
         elif action in ("commit", "abort"):
             world.end(tid, action == "commit")
         elif action == "unadded":

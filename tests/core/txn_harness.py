@@ -75,9 +75,11 @@ class Coordinator:
         return self.take(self.core.init_producer_id(
             InitProducerIdRequest(tid, timeout_ms, producer_id, producer_epoch), self.now_ms))
 
-    def add(self, pid: int, epoch: int, *partitions: TopicPartition, tid: str = "tx", verify_only: bool = False):
+    def add(self, pid: int, epoch: int, *partitions: TopicPartition, tid: str = "tx", verify_only: bool = False,
+            leader_add: bool = False):
         return self.take(self.core.add_partitions(
-            AddPartitionsRequest(tid, pid, epoch, frozenset(partitions), verify_only), TOPICS, self.now_ms))
+            AddPartitionsRequest(tid, pid, epoch, frozenset(partitions), verify_only, leader_add), TOPICS,
+            self.now_ms))
 
     def end(self, pid: int, epoch: int, commit: bool, tid: str = "tx"):
         return self.take(self.core.end_txn(EndTxnRequest(tid, pid, epoch, commit), self.now_ms))

@@ -68,6 +68,8 @@ class SimConfig:
     transaction_timeout_ms: int = 3_000
     # One read_committed consumer per partition.
     read_committed: bool = False
+    # Transactions v2 (KIP-890 part 2): producers send no AddPartitionsToTxn; the leaders add their partitions.
+    leader_adds: bool = False
     replica: ReplicaConfig = field(
         default_factory=lambda: ReplicaConfig(
             replica_lag_time_ms_max=1_000,
@@ -102,6 +104,7 @@ class SimConfig:
                 long_delay_rate=rng.choice((0.0, 0.01, 0.03)),
                 long_delay_ms_max=rng.choice((1_000, 4_000)),
             ),
+            leader_adds=rng.random() < 0.5,
         )
 
     @classmethod
@@ -238,7 +241,7 @@ class Simulation:
             self.network.attach(TXN_COORDINATOR, self.coordinator)
         index = len(self.transactional_producers)
         producer = TransactionalProducer(self, f"transactional-{index}", transactional_id or f"txn-{index}",
-                                         automatic=automatic)
+                                         automatic=automatic, leader_adds=self.config.leader_adds)
         self.transactional_producers.append(producer)
         self.network.attach(producer.address, producer)
         return producer

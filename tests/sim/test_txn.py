@@ -14,13 +14,14 @@ from hypothesis import strategies as st
 
 from replog.core.errors import ErrorCode
 from replog.core.producer_state import APPEND, ProducerStates
+from replog.core.txn.requests import AddPartitionsRequest
 from replog.core.txn.state import TxnState
 
 from .invariants import InvariantBroken
 from .network import NetworkFaults
 from .simulation import SimConfig, Simulation, SimulationFailed
 from .txn import TransactionalProducer
-from .wire import CONTROLLER, TXN_COORDINATOR, Produce, ProduceReply
+from .wire import CONTROLLER, TXN_COORDINATOR, Produce, ProduceReply, TxnCall, VerifyTxn
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -147,6 +148,32 @@ def test_back_to_back_transactions_start_while_the_last_one_completes_without_a_
     assert [a.outcome for a in attempts] == ["committed"] * 6
     assert sim.coordinator.adds_held == 5, "every transaction after the first began while the last one completed"
     assert sim.coordinator.adds_released == 0
+    sim.heal_and_settle(SETTLE_MS)
+    for partition in sim.partitions:
+        assert shown(sim, partition) == [v for a in attempts for v in a.sent.get(partition, [])]
+
+
+def test_on_transactions_v2_the_leaders_add_the_partitions_and_the_producer_sends_no_add():
+    """KIP-890 part 2: the producer writes at once; each partition's leader adds its partition before it
+    appends the transaction's first batch there. The leaders of a transaction ask side by side, and while
+    the last transaction completes: the coordinator holds their adds and decides them together."""
+    sim = txn_cluster(leader_adds=True)
+    sent = {"producer adds": 0, "leader adds": 0}
+    send = sim.network.send
+
+    def counting(source, destination, message, now_ms):
+        if isinstance(message, TxnCall) and isinstance(message.request, AddPartitionsRequest):
+            sent["producer adds"] += 1
+        elif isinstance(message, VerifyTxn) and message.request.leader_add:
+            sent["leader adds"] += 1
+        return send(source, destination, message, now_ms)
+
+    sim.network.send = counting
+    client = producer(sim)
+    attempts = [transaction(sim, client, {n % 3: 2, (n + 1) % 3: 1, (n + 2) % 3: 1}) for n in range(6)]
+    assert [a.outcome for a in attempts] == ["committed"] * 6
+    assert sent["producer adds"] == 0 and sent["leader adds"] >= 18, sent
+    assert sim.coordinator.adds_held >= 10, "adds held while the last transaction completed, or another was written"
     sim.heal_and_settle(SETTLE_MS)
     for partition in sim.partitions:
         assert shown(sim, partition) == [v for a in attempts for v in a.sent.get(partition, [])]

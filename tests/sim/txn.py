@@ -10,7 +10,9 @@ offsets and never append them twice.
 
 `TransactionalProducer` runs transactions one after another with KIP-890's
 protocol: InitProducerId, AddPartitionsToTxn, transactional batches (sequence
-numbers restart at 0 with every epoch), EndTxn commit or abort; the EndTxn
+numbers restart at 0 with every epoch), EndTxn commit or abort; on
+transactions v2 (`leader_adds`, KIP-890 part 2) it sends no
+AddPartitionsToTxn and the partition leaders add their partitions. The EndTxn
 answer names the next epoch. Lost calls are retried (a retried EndTxn is
 recognised by the coordinator). An error on a batch aborts the transaction,
 and so does a commit the coordinator answers TRANSACTION_ABORTABLE (it
@@ -27,8 +29,9 @@ checker) before the answer or the markers go out, and survive a crash; a
 restart loads them into a new coordinator with the next coordinator epoch,
 which sends again the markers of every transaction that was ending. An
 AddPartitionsToTxn the core holds (it came while the producer's last
-transaction completed) is answered once the Result deciding it is kept, or
-CONCURRENT_TRANSACTIONS after ADD_HOLD_MS, as the broker does. Markers
+transaction completed), a producer's or a leader's, is answered once the
+Result deciding it is kept, or CONCURRENT_TRANSACTIONS after ADD_HOLD_MS, as
+the broker does. Markers
 go to each partition's leader as produce requests carrying the marker
 (WriteTxnMarkers), are retried until answered, and leaders ask it to verify
 a transaction's first batch on a partition (KIP-890).
@@ -131,6 +134,7 @@ class _Sequencer:
         self.producer_id = -1
         self.producer_epoch = -1
         self.transactional_id: str | None = None
+        self.leader_adds = False  # transactions v2: each batch asks its leader to add the partition
         self.queues: dict[int, _PartitionQueue] = {}
         self.acknowledged: list[Acked] = []
         self._next_attempt = 0
@@ -177,7 +181,9 @@ class _Sequencer:
                               base_sequence=batch.sequence, transactional=transactional)
         request = ProduceRequest(batch.attempt, (records,), len(batch.payloads), ACKS_ALL, REQUEST_TIMEOUT_MS,
                                  state.leader_epoch, append)
-        sim.network.send(self.address, state.leader, Produce(request, partition, self.transactional_id), sim.now_ms)
+        sim.network.send(self.address, state.leader,
+                         Produce(request, partition, self.transactional_id, transactional and self.leader_adds),
+                         sim.now_ms)
 
     def answered(self, reply: ProduceReply) -> tuple[_Batch | None, ErrorCode]:
         """The batch a reply is for (None for an answer to an attempt given up on), and its error."""
@@ -287,7 +293,7 @@ class TransactionalProducer(_Client):
     INIT, READY, ADDING, SENDING, ENDING, RETIRED = "init", "ready", "adding", "sending", "ending", "retired"
 
     def __init__(self, sim: "Simulation", address: str, transactional_id: str, *, automatic: bool = True,
-                 interval_ms: int = 50, commit_ratio: float = 0.8) -> None:
+                 interval_ms: int = 50, commit_ratio: float = 0.8, leader_adds: bool = False) -> None:
         super().__init__(sim, address, automatic=automatic, interval_ms=interval_ms)
         self.transactional_id = transactional_id
         self.commit_ratio = commit_ratio
@@ -296,6 +302,7 @@ class TransactionalProducer(_Client):
         # A misbehaving client leaves partitions out of AddPartitionsToTxn (what KIP-890's verification is for).
         self.skip_add_partitions = False
         self.sequencer.transactional_id = transactional_id
+        self.sequencer.leader_adds = leader_adds
         self.state = self.INIT
         self._planned: dict[int, int] = {}
         self.attempts: list[Attempt] = []
@@ -318,6 +325,9 @@ class TransactionalProducer(_Client):
         self._planned = partitions
         self.current = attempt
         self.attempts.append(attempt)
+        if self.sequencer.leader_adds:
+            self._start_sending()  # transactions v2: the leaders add the partitions as the batches arrive
+            return attempt
         self.state = self.ADDING
         added = frozenset(topic_partition(p) for p in partitions)
         if self.skip_add_partitions:
@@ -430,6 +440,14 @@ class TransactionalProducer(_Client):
         else:  # INVALID_TXN_STATE, TRANSACTION_ABORTABLE, CONCURRENT_TRANSACTIONS, ...: abortable
             self._end(False)
 
+    def _start_sending(self) -> None:
+        self.state = self.SENDING
+        for partition, count in self._planned.items():
+            payloads = tuple(self._payload() for _ in range(count))
+            self.current.sent.setdefault(partition, []).extend(payloads)
+            self.sequencer.append(partition, payloads)
+        self.sequencer.pump()
+
     def _call_answered(self, request: Any, response: Any) -> None:
         error = response.error
         if error in CALL_RETRIABLE:
@@ -450,12 +468,7 @@ class TransactionalProducer(_Client):
             if error != ErrorCode.NONE or any(e != ErrorCode.NONE for e in response.results.values()):
                 self._end(False)
                 return
-            self.state = self.SENDING
-            for partition, count in self._planned.items():
-                payloads = tuple(self._payload() for _ in range(count))
-                self.current.sent.setdefault(partition, []).extend(payloads)
-                self.sequencer.append(partition, payloads)
-            self.sequencer.pump()
+            self._start_sending()
         elif isinstance(request, EndTxnRequest):
             if error == ErrorCode.TRANSACTION_ABORTABLE and request.commit:
                 self._end(False)  # its coordinator aborted it after its timeout
@@ -493,7 +506,8 @@ class TxnCoordinatorNode:
         self._markers: dict[tuple, tuple[WriteMarkers, Any, int]] = {}
         self._next_request = 0
         self._last_timeout_check = 0
-        self._held_calls: dict[str, tuple[object, Any]] = {}  # transactional id -> (caller, call id) of a held add
+        # transactional id -> its held adds: (partitions, caller, reply to send with the answer)
+        self._held_calls: dict[str, list[tuple[frozenset, object, Any]]] = {}
         self.adds_held = 0
         self.adds_released = 0  # held adds answered CONCURRENT_TRANSACTIONS
         self._start()
@@ -538,20 +552,30 @@ class TxnCoordinatorNode:
                 self._markers[key] = (markers, None, 0)
         for event in result.events:
             if isinstance(event, AddAnswered):
-                caller, call_id = self._held_calls.pop(event.transactional_id)
-                self.sim.network.send(TXN_COORDINATOR, caller, TxnCallReply(call_id, event.response), self.sim.now_ms)
+                # Every held add whose partitions the decision put in the transaction (adds held after it too).
+                waiting = self._held_calls.get(event.transactional_id, [])
+                for held in [h for h in waiting if h[0] <= event.response.results.keys()]:
+                    waiting.remove(held)
+                    partitions, caller, reply = held
+                    self._answer_held(caller, reply, AddPartitionsResponse(
+                        ErrorCode.NONE, "", {p: event.response.results[p] for p in partitions}))
         return result.response
 
-    def _release(self, transactional_id: str, call_id: Any, incarnation: int) -> None:
+    def _answer_held(self, caller: object, reply: Any, response: AddPartitionsResponse) -> None:
+        """`reply(response)` is the producer's TxnCallReply or the leader's VerifyTxnReply."""
+        self.sim.network.send(TXN_COORDINATOR, caller, reply(response), self.sim.now_ms)
+
+    def _release(self, transactional_id: str, held: tuple, incarnation: int) -> None:
         """The hold is over: a held add not decided yet is answered CONCURRENT_TRANSACTIONS."""
-        held = self._held_calls.get(transactional_id)
-        if incarnation != self.incarnation or held is None or held[1] != call_id:
+        waiting = self._held_calls.get(transactional_id, [])
+        if incarnation != self.incarnation or held not in waiting:
             return
-        if self.core.release_held(transactional_id):
-            del self._held_calls[transactional_id]
+        partitions, caller, reply = held
+        if self.core.release_held(transactional_id, partitions):
+            waiting.remove(held)
             self.adds_released += 1
-            answer = AddPartitionsResponse(ErrorCode.CONCURRENT_TRANSACTIONS, "the last transaction is still ending")
-            self.sim.network.send(TXN_COORDINATOR, held[0], TxnCallReply(call_id, answer), self.sim.now_ms)
+            self._answer_held(caller, reply, AddPartitionsResponse(ErrorCode.CONCURRENT_TRANSACTIONS,
+                                                                   "the last transaction is still ending"))
 
     def _send_due_markers(self) -> None:
         now_ms = self.sim.now_ms
@@ -588,10 +612,13 @@ class TxnCoordinatorNode:
         if isinstance(message, ProduceReply):
             self._marker_answered(message)
         elif isinstance(message, VerifyTxn):
-            response = self._apply(self.core.add_partitions(message.request, {TOPIC: self.sim.config.partitions},
-                                                             now_ms))
-            self.sim.network.send(TXN_COORDINATOR, source, VerifyTxnReply(message.question_id, response,
-                                                                          message.caller), now_ms)
+            request = message.request
+            response = self._apply(self.core.add_partitions(request, {TOPIC: self.sim.config.partitions}, now_ms))
+            reply = lambda answer: VerifyTxnReply(message.question_id, answer, message.caller)  # noqa: E731
+            if isinstance(response, AddHeld):
+                self._hold(request.transactional_id, response.partitions, source, reply)
+                return
+            self.sim.network.send(TXN_COORDINATOR, source, reply(response), now_ms)
         elif isinstance(message, TxnCall):
             request = message.request
             if isinstance(request, InitProducerIdRequest):
@@ -603,14 +630,18 @@ class TxnCoordinatorNode:
                 response = self._apply(self.core.end_txn(request, now_ms))
             self._send_due_markers()
             if isinstance(response, AddHeld):
-                self.adds_held += 1
-                self._held_calls[request.transactional_id] = (source, message.call_id)
-                self.sim.schedule(now_ms + ADD_HOLD_MS, self._release, request.transactional_id, message.call_id,
-                                  self.incarnation)
+                self._hold(request.transactional_id, response.partitions, source,
+                           lambda answer, call_id=message.call_id: TxnCallReply(call_id, answer))
                 return
             self.sim.network.send(TXN_COORDINATOR, source, TxnCallReply(message.call_id, response), now_ms)
         else:
             raise TypeError(f"the transaction coordinator got {message!r}")
+
+    def _hold(self, transactional_id: str, partitions: frozenset, caller: object, reply) -> None:
+        self.adds_held += 1
+        held = (partitions, caller, reply)
+        self._held_calls.setdefault(transactional_id, []).append(held)
+        self.sim.schedule(self.sim.now_ms + ADD_HOLD_MS, self._release, transactional_id, held, self.incarnation)
 
     def _marker_answered(self, reply: ProduceReply) -> None:
         completion = reply.completion

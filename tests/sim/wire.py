@@ -53,6 +53,7 @@ class Produce:
     request: ProduceRequest
     partition: int = 0
     transactional_id: str | None = None
+    leader_add: bool = False  # transactions v2: the leader adds the partition to the producer's transaction
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,8 @@ class LeaderAndIsr:
 
 @dataclass(frozen=True)
 class VerifyTxn:
-    """A partition leader asks the transaction coordinator (AddPartitionsToTxn, verify-only, KIP-890)."""
+    """A partition leader asks the transaction coordinator (AddPartitionsToTxn, verify-only, KIP-890), or, for a
+    producer on transactions v2, has it add the partition (KIP-890 part 2)."""
 
     question_id: int
     request: AddPartitionsRequest

@@ -54,6 +54,13 @@ transaction completes again. A driver that will not wait any longer takes the
 request back with `release_held` and answers CONCURRENT_TRANSACTIONS, as
 Kafka would have at once.
 
+With transactions v2 (KIP-890 part 2) the partition leaders add their
+partitions themselves, several at once for one transaction. An add that comes
+while the id's ongoing transaction is being written (another leader's add) is
+held too, and decided as soon as that write is reported: the adds held
+meanwhile are merged into one write, or answered at once when their
+partitions are in already.
+
 A transaction aborted because it outlived its timeout does not fence its
 producer (KIP-588): the epoch it wrote with stays the one before the last
 bump, so the producer, told that its transaction was aborted
@@ -103,6 +110,8 @@ OFFSETS_TOPIC = "__consumer_offsets"
 _PREPARED = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
 _COMPLETE = (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
 _ENDING = (*_PREPARED, *_COMPLETE)
+# Once a record of one of these states is written, the adds held meanwhile are decided.
+_DECIDES_HELD = (*_COMPLETE, TxnState.ONGOING)
 # A partition leader's answers to a marker that mean the marker is there: written now, or before
 # (a retry is refused as an old epoch, since the marker raised the producer's epoch).
 _MARKER_DONE = frozenset({ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH})
@@ -204,8 +213,8 @@ class TransactionCoordinator:
         self._transactions: dict[str, TransactionMetadata] = {}
         self._pending: dict[str, _PendingMarkers] = {}
         self._unwritten: dict[str, _Unwritten] = {}
-        self._held: dict[str, frozenset[TopicPartition]] = {}  # transactional id -> partitions of its held add
-        self._deciding: dict[str, frozenset[TopicPartition]] = {}  # ... of a held add decided, not yet written
+        self._held: dict[str, frozenset[TopicPartition]] = {}  # transactional id -> partitions of its held adds
+        self._deciding: dict[str, frozenset[TopicPartition]] = {}  # ... of held adds decided, not yet written
         self._loading = True
 
     # -- state from records -----------------------------------------------------------------------
@@ -263,11 +272,13 @@ class TransactionCoordinator:
                 del self._unwritten[record.transactional_id]
                 deciding = self._deciding.pop(record.transactional_id, None)
                 if unwritten.failed:
-                    if deciding is not None and unwritten.written is not None and unwritten.written.state in _PREPARED:
-                        self._held[record.transactional_id] = deciding  # decided again with the next COMPLETE_*
+                    again = self._held.pop(record.transactional_id, frozenset()) | (deciding or frozenset())
+                    if again and unwritten.written is not None and unwritten.written.state in _PREPARED:
+                        self._held[record.transactional_id] = again  # decided again with the next COMPLETE_*
+                    # Otherwise they are let go: `release_held` says so.
                     self._roll_back(record.transactional_id, unwritten.written, batch, now_ms)
                 elif (record.transactional_id in self._held and unwritten.written is not None
-                      and unwritten.written.state in _COMPLETE):
+                      and unwritten.written.state in _DECIDES_HELD):
                     self._decide_held(record.transactional_id, batch, now_ms)
         return batch.result(None)
 
@@ -405,33 +416,44 @@ class TransactionCoordinator:
                 {p: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if p in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
                  for p in request.partitions}))
         if holding:
-            self._held[request.transactional_id] = request.partitions
-            return batch.result(AddHeld(request.transactional_id))
+            self._held[request.transactional_id] = self._held.get(request.transactional_id, frozenset()) | \
+                request.partitions
+            return batch.result(AddHeld(request.transactional_id, request.partitions))
         self._add(metadata, request.partitions, batch, now_ms)
         return batch.result(AddPartitionsResponse(ErrorCode.NONE, "", dict.fromkeys(request.partitions,
                                                                                   ErrorCode.NONE)))
 
     def _holdable(self, request: AddPartitionsRequest) -> bool:
         """Whether the add comes, with the current producer id and epoch, while the producer's last
-        transaction completes (its markers are out, or COMPLETE_* is being written), and none is held yet."""
+        transaction completes (its markers are out, or COMPLETE_* is being written) or while its ongoing
+        transaction is being written (another add)."""
         metadata = self._transactions.get(request.transactional_id)
-        return (not self._loading and metadata is not None and request.transactional_id not in self._held
+        return (not self._loading and metadata is not None
                 and (metadata.producer_id, metadata.producer_epoch) == (request.producer_id, request.producer_epoch)
                 and (metadata.state in _PREPARED
-                     or (metadata.state in _COMPLETE and request.transactional_id in self._unwritten)))
+                     or (metadata.state in _DECIDES_HELD and request.transactional_id in self._unwritten)))
 
     def _decide_held(self, transactional_id: str, batch: _Batch, now_ms: int) -> None:
-        partitions = self._deciding[transactional_id] = self._held.pop(transactional_id)
-        self._add(self._transactions[transactional_id], partitions, batch, now_ms)
+        """Add the held partitions (a write, unless the ongoing transaction has them all already) and answer
+        the adds with that write, or at once when there is none."""
+        partitions = self._held.pop(transactional_id)
+        metadata = self._transactions[transactional_id]
+        if not (metadata.state is TxnState.ONGOING and partitions <= metadata.partitions):
+            self._deciding[transactional_id] = partitions
+            self._add(metadata, partitions, batch, now_ms)
         batch.events.append(AddAnswered(transactional_id, AddPartitionsResponse(
             ErrorCode.NONE, "", dict.fromkeys(partitions, ErrorCode.NONE))))
 
-    def release_held(self, transactional_id: str) -> bool:
-        """Take back the id's held add, which its driver then answers CONCURRENT_TRANSACTIONS; False while it
-        is decided and its records are being written: the write's success answers it (`AddAnswered`). A
-        refused write holds it again if the last transaction is completing again, or lets it go."""
-        self._held.pop(transactional_id, None)
-        return transactional_id not in self._deciding
+    def release_held(self, transactional_id: str, partitions: frozenset[TopicPartition] | None = None) -> bool:
+        """Take back a held add of the id (its `partitions`; None: every held add), which its driver then answers
+        CONCURRENT_TRANSACTIONS; False while its partitions are decided and being written: the write's success
+        answers it (`AddAnswered`). A refused write holds them again if the last transaction is completing
+        again, or lets them go."""
+        held = self._held.pop(transactional_id, frozenset())
+        if partitions is not None and held - partitions:
+            self._held[transactional_id] = held - partitions
+        deciding = self._deciding.get(transactional_id, frozenset())
+        return not deciding if partitions is None else not (deciding & partitions)
 
     def add_offsets(self, request: AddOffsetsRequest, now_ms: int) -> Result[Answer]:
         """Add the group's __consumer_offsets partition to the transaction, so that the offsets the

@@ -53,6 +53,10 @@ class AddPartitionsRequest:
     # KIP-890: a partition leader asks whether the partitions are in the producer's ongoing transaction,
     # before it appends the producer's first transactional batch; nothing is added.
     verify_only: bool = False
+    # KIP-890 part 2 (transactions v2): a partition leader adds its partition for the producer, before it
+    # appends the producer's first transactional batch there; the producer sends no AddPartitionsToTxn.
+    # Decided as the producer's own add would be; it is the leader's to ask (ClusterAction).
+    leader_add: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +68,15 @@ class AddPartitionsResponse:
 
 @dataclass(frozen=True, slots=True)
 class AddHeld:
-    """The answer to an AddPartitionsToTxn that came while the producer's last transaction was completing:
-    none yet. The coordinator holds it and decides it once that transaction is complete; the driver
-    answers it with the `AddAnswered` event of the Result that decides it (see
-    `TransactionCoordinator.add_partitions`), or with CONCURRENT_TRANSACTIONS if it gives up waiting
-    (`release_held`)."""
+    """The answer to an AddPartitionsToTxn that came while the producer's last transaction was completing,
+    or while a change of its transaction was being written: none yet. The coordinator holds it and decides
+    it once that is done; the driver answers it with the `AddAnswered` event of the Result that decides its
+    partitions (see `TransactionCoordinator.add_partitions`), or with CONCURRENT_TRANSACTIONS if it gives up
+    waiting (`release_held`). Several adds of one id may be held at once (partition leaders adding their
+    partitions side by side): they are decided together."""
 
     transactional_id: str
+    partitions: frozenset[TopicPartition] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,8 +179,10 @@ class CoordinatorFenced:
 
 @dataclass(frozen=True, slots=True)
 class AddAnswered:
-    """A held AddPartitionsToTxn is decided: give it this answer once the Result's records are written. If
-    they are refused, the coordinator holds the add again or lets it go (`release_held` then says so)."""
+    """Held AddPartitionsToTxns are decided: once the Result's records are written, answer each held add of
+    the id whose partitions are all in `response.results` (they are in the transaction then) with its own
+    partitions' results. If the records are refused, the coordinator holds the adds again or lets them go
+    (`release_held` then says so)."""
 
     transactional_id: str
     response: AddPartitionsResponse
