@@ -34,13 +34,15 @@ def _by_topic(items: Iterable[tuple[TopicPartition, Any]]) -> dict[str, list[Any
 
 
 def produce_request(acks: int, timeout_ms: int, partitions: Sequence[tuple[TopicPartition, bytes, int]],
-                    transactional_id: str | None = None) -> broker_pb2.ProduceStreamRequest:
+                    transactional_id: str | None = None,
+                    transaction_version: int = 0) -> broker_pb2.ProduceStreamRequest:
     """A ProduceStream message: each partition's encoded batches and the leader epoch known for it."""
     message = broker_pb2.ProduceStreamRequest()
     request = message.request
     request.acks, request.timeout_ms = acks, timeout_ms
     if transactional_id is not None:
         request.transactional_id = transactional_id
+        request.transaction_version = transaction_version
     for topic, parts in _by_topic((tp, (tp.partition, records, epoch)) for tp, records, epoch in partitions).items():
         data = request.topics.add(topic=topic)
         for partition, records, epoch in parts:

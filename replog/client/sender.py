@@ -20,7 +20,8 @@ again (the records before the failure stay written, once each).
 A transactional producer's id and epoch come from its TransactionManager
 (init_transactions() and every transaction's end). Its batches leave only once
 their partition is in the transaction, marked transactional and with the
-transactional id on the request; a batch that fails for good makes the
+transactional id on the request (and, on transaction version 2, the version:
+the leader adds the partition then); a batch that fails for good makes the
 transaction abortable (or, fenced, the producer unusable) rather than taking a
 new id, and while the transaction is given up its unsent batches fail.
 """
@@ -227,8 +228,10 @@ class Sender:
             encoded.append((batch.tp, records, metadata.leader_epoch_of(batch.tp)))
         if not sendable:
             return
+        txn = self._txn
         message = produce_request(config.acks, config.request_timeout_ms, encoded,
-                                  None if self._txn is None else self._txn.transactional_id)
+                                  None if txn is None else txn.transactional_id,
+                                  0 if txn is None else txn.transaction_version)
         self._in_flight[leader] = self._in_flight.get(leader, 0) + 1
         task = asyncio.get_running_loop().create_task(
             self._produce(leader, metadata.brokers[leader], message, sendable)

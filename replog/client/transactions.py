@@ -9,7 +9,10 @@ batch of theirs leaves, several at a time in one AddPartitionsToTxn, as Kafka's
 client batches them; and it ends transactions with EndTxn. Every end bumps the
 producer's epoch (KIP-890): EndTxn answers the id and epoch the next
 transaction writes with, and each partition's sequence numbers start at 0
-again.
+again. On transaction version 2 (KIP-890 part 2, which the coordinator's
+InitProducerId and EndTxn answers announce) the producer asks for nothing:
+batches leave at once and each partition's leader adds its partition to the
+transaction before it appends the first of them.
 """
 
 from __future__ import annotations
@@ -85,6 +88,9 @@ class TransactionManager:
         self.added: set[TopicPartition] = set()  # in the transaction: their batches may leave
         self._started = False  # the coordinator may have begun the transaction: only EndTxn ends it
         self._add_task: asyncio.Task[None] | None = None
+        # 2: partition leaders add partitions (the coordinator said so at init or at the last end); 1: this
+        # producer adds them with AddPartitionsToTxn.
+        self.transaction_version = 1
 
     # -- the application's thread ----------------------------------------------------------------
 
@@ -125,13 +131,18 @@ class TransactionManager:
         return PreparedTransaction(self.transactional_id, self.producer_id, self.producer_epoch)
 
     def note_partition(self, tp: TopicPartition) -> bool:
-        """send() wrote to `tp`: True when it is new to the transaction (the sender must ask for it)."""
+        """send() wrote to `tp`: True when it is new to the transaction (the sender must ask for it, or, on
+        transaction version 2, may send its batches now: their leader adds it)."""
         if tp in self.added:
             return False
         with self._lock:
             if tp in self.added or tp in self._adding or tp in self._new:
                 return False
-            self._new.add(tp)
+            if self.transaction_version >= 2:
+                self._started = True
+                self.added.add(tp)
+            else:
+                self._new.add(tp)
             return True
 
     def _refusal(self, what: str) -> ClientError:
@@ -212,10 +223,10 @@ class TransactionManager:
         response = await self._call(Request.INIT_PRODUCER_ID, "InitProducerId", request,
                                     lambda r: [ErrorCode.of(r.error_code)], timeout_s)
         self._take(Request.INIT_PRODUCER_ID, ErrorCode.of(response.error_code), response.error_message)
-        self._take_producer(response.producer_id, response.producer_epoch)
+        self._take_producer(response.producer_id, response.producer_epoch, response.transaction_version)
         self._finish(E.INITIALIZED)
-        log.info("transactional id %r: producer id %d, epoch %d", self.transactional_id, self.producer_id,
-                 self.producer_epoch)
+        log.info("transactional id %r: producer id %d, epoch %d, transaction version %d", self.transactional_id,
+                 self.producer_id, self.producer_epoch, self.transaction_version)
 
     async def send_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata],
                            group: ConsumerGroupMetadata, timeout_s: float) -> None:
@@ -250,7 +261,7 @@ class TransactionManager:
             response = await self._call(Request.END_TXN, "EndTxn", request, lambda r: [ErrorCode.of(r.error_code)],
                                         max(deadline - time.monotonic(), 0.001))
             self._take(Request.END_TXN, ErrorCode.of(response.error_code), response.error_message)
-            self._take_producer(response.producer_id, response.producer_epoch)
+            self._take_producer(response.producer_id, response.producer_epoch, response.transaction_version)
         with self._lock:
             self._new.clear()
             self.added.clear()
@@ -260,9 +271,10 @@ class TransactionManager:
         log.info("transactional id %r: transaction %s; next epoch %d", self.transactional_id,
                  "committed" if commit else "aborted", self.producer_epoch)
 
-    def _take_producer(self, producer_id: int, producer_epoch: int) -> None:
+    def _take_producer(self, producer_id: int, producer_epoch: int, transaction_version: int) -> None:
         if producer_id >= 0 and producer_epoch >= 0:
             self.producer_id, self.producer_epoch = producer_id, producer_epoch
+            self.transaction_version = max(1, transaction_version)  # 0: a coordinator that does not say
         self._use_producer(self.producer_id, self.producer_epoch)
 
     def _finish(self, event: ProducerTxnEvent) -> None:

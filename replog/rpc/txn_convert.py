@@ -28,20 +28,24 @@ def init_producer_id_request_of(request: coordinator_pb2.InitProducerIdRequest) 
                                  request.producer_epoch)
 
 
-def init_producer_id_response(answer: ProducerIdAndEpoch) -> coordinator_pb2.InitProducerIdResponse:
+def init_producer_id_response(answer: ProducerIdAndEpoch,
+                              transaction_version: int = 1) -> coordinator_pb2.InitProducerIdResponse:
     return coordinator_pb2.InitProducerIdResponse(error_code=int(answer.error), error_message=answer.message,
-                                                  producer_id=answer.producer_id, producer_epoch=answer.producer_epoch)
+                                                  producer_id=answer.producer_id, producer_epoch=answer.producer_epoch,
+                                                  transaction_version=transaction_version)
 
 
 def add_partitions_request_of(request: coordinator_pb2.AddPartitionsToTxnRequest) -> AddPartitionsRequest:
     return AddPartitionsRequest(request.transactional_id, request.producer_id, request.producer_epoch,
-                                frozenset(keys_of(request.topics)), request.verify_only)
+                                frozenset(keys_of(request.topics)), request.verify_only,
+                                request.leader_add and not request.verify_only)
 
 
 def add_partitions_request(request: AddPartitionsRequest) -> coordinator_pb2.AddPartitionsToTxnRequest:
     return coordinator_pb2.AddPartitionsToTxnRequest(
         transactional_id=request.transactional_id, producer_id=request.producer_id,
-        producer_epoch=request.producer_epoch, verify_only=request.verify_only, topics=grouped(request.partitions))
+        producer_epoch=request.producer_epoch, verify_only=request.verify_only, leader_add=request.leader_add,
+        topics=grouped(request.partitions))
 
 
 def add_partitions_response(answer: AddPartitionsResponse,
@@ -73,9 +77,10 @@ def end_txn_request_of(request: coordinator_pb2.EndTxnRequest) -> EndTxnRequest:
     return EndTxnRequest(request.transactional_id, request.producer_id, request.producer_epoch, request.committed)
 
 
-def end_txn_response(answer: ProducerIdAndEpoch) -> coordinator_pb2.EndTxnResponse:
+def end_txn_response(answer: ProducerIdAndEpoch, transaction_version: int = 1) -> coordinator_pb2.EndTxnResponse:
     return coordinator_pb2.EndTxnResponse(error_code=int(answer.error), error_message=answer.message,
-                                          producer_id=answer.producer_id, producer_epoch=answer.producer_epoch)
+                                          producer_id=answer.producer_id, producer_epoch=answer.producer_epoch,
+                                          transaction_version=transaction_version)
 
 
 def state_filters_of(names: Iterable[str]) -> tuple[set[TxnState], list[str]]:

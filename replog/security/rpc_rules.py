@@ -126,12 +126,14 @@ def _no_transactional_id(request: Message) -> bool:
     return not _has_transactional_id(request)
 
 
-def _verify_only(request: Message) -> bool:
-    return request.verify_only
+def _from_a_leader(request: Message) -> bool:
+    """A partition leader's AddPartitionsToTxn: a verification, or an add for a producer on transaction
+    version 2 (whose own Produce was authorized on the topic and the transactional id)."""
+    return request.verify_only or request.leader_add
 
 
-def _not_verify_only(request: Message) -> bool:
-    return not request.verify_only
+def _from_the_producer(request: Message) -> bool:
+    return not (request.verify_only or request.leader_add)
 
 
 T, G, C, X = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID
@@ -184,10 +186,10 @@ RULES: dict[str, tuple[Check, ...]] = {
                                    Each(T, O.READ, "topics", "topic", "results", "topic")),
     COORDINATOR + "InitProducerId": (Named(X, O.WRITE, "transactional_id"),
                                      IdempotentWrite(when=_no_transactional_id)),
-    COORDINATOR + "AddPartitionsToTxn": (Cluster(O.CLUSTER_ACTION, when=_verify_only),
+    COORDINATOR + "AddPartitionsToTxn": (Cluster(O.CLUSTER_ACTION, when=_from_a_leader),
                                          Named(X, O.WRITE, "transactional_id"),
                                          Each(T, O.WRITE, "topics", "topic", "results", "topic",
-                                              when=_not_verify_only)),
+                                              when=_from_the_producer)),
     COORDINATOR + "EndTxn": (Named(X, O.WRITE, "transactional_id"),),
     COORDINATOR + "AddOffsetsToTxn": (Named(X, O.WRITE, "transactional_id"), Named(G, O.READ, "group_id")),
     COORDINATOR + "TxnOffsetCommit": (Named(X, O.WRITE, "transactional_id"), Named(G, O.READ, "group_id"),
@@ -205,7 +207,7 @@ STREAM_OF = {BROKER + "ProduceStream": BROKER + "Produce", BROKER + "FetchStream
 
 def is_cluster_action(method: str, request: Message) -> bool:
     """Whether `request` is one of the cluster's own, needing ClusterAction on the cluster (a
-    follower's fetch, the controller's LeaderAndIsr, a broker's verify-only AddPartitionsToTxn):
+    follower's fetch, the controller's LeaderAndIsr, a leader's verify-only or adding AddPartitionsToTxn):
     quotas never count those (Kafka exempts them)."""
     return any(isinstance(check, Cluster) and check.operation is O.CLUSTER_ACTION and check.when(request)
                for check in RULES.get(STREAM_OF.get(method, method), ()))

@@ -69,8 +69,11 @@ class InternalTopicSettings:
 class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
     def __init__(self, coordinators: GroupCoordinators, metadata: MetadataCache, controller: ControllerChannel,
                  producer_ids: ProducerIdManager, transactions: TransactionCoordinators,
-                 offsets_topic: InternalTopicSettings, transaction_topic: InternalTopicSettings) -> None:
+                 offsets_topic: InternalTopicSettings, transaction_topic: InternalTopicSettings, *,
+                 transaction_version: int = 2) -> None:
+        """`transaction_version`: the transaction protocol this broker tells producers (transaction.version)."""
         self._coordinators = coordinators
+        self._transaction_version = transaction_version
         self._transactions = transactions
         self._producer_ids = producer_ids
         self._metadata = metadata
@@ -205,7 +208,7 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
         asked = txn_convert.init_producer_id_request_of(request)
         answer = await self._with_producer_ids(asked.transactional_id,
                                                lambda core: core.init_producer_id(asked, wall_ms()))
-        return txn_convert.init_producer_id_response(answer)
+        return txn_convert.init_producer_id_response(answer, self._transaction_version)
 
     async def _with_producer_ids(self, transactional_id: str, operation) -> ProducerIdAndEpoch:
         """InitProducerId and EndTxn: the core takes a producer id synchronously when it needs a new one (a new
@@ -248,7 +251,7 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
                      context: grpc.aio.ServicerContext) -> coordinator_pb2.EndTxnResponse:
         asked = txn_convert.end_txn_request_of(request)
         answer = await self._with_producer_ids(asked.transactional_id, lambda core: core.end_txn(asked, wall_ms()))
-        return txn_convert.end_txn_response(answer)
+        return txn_convert.end_txn_response(answer, self._transaction_version)
 
     async def ListTransactions(self, request: coordinator_pb2.ListTransactionsRequest,
                                context: grpc.aio.ServicerContext) -> coordinator_pb2.ListTransactionsResponse:

@@ -80,9 +80,16 @@ TXN_MARKER_LATENCY = prometheus_client.Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
 TXN_ADD_HELD = prometheus_client.Histogram(
     "replog_txn_add_held_seconds",
-    "AddPartitionsToTxn requests that came while the producer's last transaction was completing, by how long "
-    "they were held until it completed (or until they were answered CONCURRENT_TRANSACTIONS).",
+    "AddPartitionsToTxn requests that came while the producer's last transaction was completing, or while another "
+    "add of the id was being written, by how long they were held until that was done (or until they were answered "
+    "CONCURRENT_TRANSACTIONS).",
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1))
+TXN_PARTITION_VERIFICATION = prometheus_client.Histogram(
+    "replog_txn_partition_verification_seconds",
+    "How long a partition leader waited for the transaction coordinator before appending the first batch of a "
+    "transaction on a partition, whatever it answered: mode=verify, it checked that the producer added the "
+    "partition (KIP-890); mode=add, it added the partition for a producer on transaction version 2.",
+    ["mode"], buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10))
 # ...and the partitions' side, by each partition's leader.
 PRODUCER_IDS = prometheus_client.Gauge(
     "replog_producer_ids", "Producer ids a partition led here keeps state for (idempotent and transactional).",

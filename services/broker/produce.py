@@ -121,7 +121,8 @@ def _append(
             fill_produce_partition(result, ErrorCode.INVALID_TXN_STATE,
                                    "a transactional batch comes with its producer's transactional id")
             return None
-        return asyncio.ensure_future(_verify_then_append(partitions, driver, request.transactional_id, produce))
+        return asyncio.ensure_future(_verify_then_append(partitions, driver, request.transactional_id, produce,
+                                                         add=request.transaction_version >= 2))
     return _submit(partitions, driver, produce, now, result)
 
 
@@ -141,32 +142,34 @@ def _submit(partitions: Partitions, driver: PartitionDriver, produce: ProduceReq
 
 
 async def verify(partitions: Partitions, driver: PartitionDriver, transactional_id: str,
-                 producer: ProducerAppend) -> tuple[ErrorCode, str]:
+                 producer: ProducerAppend, add: bool = False) -> tuple[ErrorCode, str]:
     """KIP-890: ask the transactional id's coordinator whether the partition is in the producer's ongoing
-    transaction at this epoch, and note its yes on the partition; the produce answer and why. Writes of the
-    same producer, epoch and partition arriving meanwhile wait for the same answer."""
+    transaction at this epoch (or, `add`, for a producer on transaction version 2, have it add the partition),
+    and note its yes on the partition; the produce answer and why. Writes of the same producer, epoch and
+    partition arriving meanwhile wait for the same answer."""
     asking = (driver.topic_partition, producer.producer_id, producer.producer_epoch)
     verification = partitions.verifications.get(asking)
     if verification is None:
         verification = asyncio.ensure_future(
-            partitions.verify_transaction(transactional_id, producer, driver.topic_partition))
+            partitions.verify_transaction(transactional_id, producer, driver.topic_partition, add))
         partitions.verifications[asking] = verification
         verification.add_done_callback(lambda _: partitions.verifications.pop(asking, None))
     error, message = await asyncio.shield(verification)
     if error != ErrorCode.NONE:
-        log.info("%s: transactional id %r (producer %d epoch %d) not verified: %s (%s)", driver.name,
-                 transactional_id, producer.producer_id, producer.producer_epoch, error.name, message)
+        log.info("%s: transactional id %r (producer %d epoch %d) not %s: %s (%s)", driver.name,
+                 transactional_id, producer.producer_id, producer.producer_epoch, "added" if add else "verified",
+                 error.name, message)
     elif driver.is_leader:
         driver.replica.verified(producer, now_ms())
     return error, message
 
 
 async def _verify_then_append(partitions: Partitions, driver: PartitionDriver, transactional_id: str,
-                              produce: ProduceRequest) -> CompleteProduce:
+                              produce: ProduceRequest, *, add: bool) -> CompleteProduce:
     """The first batch of a transaction on a partition is appended only once its coordinator says the
     partition is in the producer's ongoing transaction: no late write opens a transaction no marker will
     close. Batches of the same producer waiting together are appended in the order they came."""
-    error, message = await verify(partitions, driver, transactional_id, produce.producer)
+    error, message = await verify(partitions, driver, transactional_id, produce.producer, add)
     if error != ErrorCode.NONE:
         return CompleteProduce(produce.request_id, error, message=message)
     waiter = _submit(partitions, driver, produce, now_ms())

@@ -26,7 +26,7 @@ from replog.broker.producer_ids import ProducerIdManager
 from replog.broker.servicer import BrokerServicer
 from replog.broker.txn_coordinator import TransactionCoordinators
 from replog.broker.txn_markers import MarkerSender
-from replog.broker.txn_settings import TXN_SETTINGS, txn_config, txn_timers
+from replog.broker.txn_settings import TXN_SETTINGS, transaction_version, txn_config, txn_timers
 from replog.broker.txn_verification import TransactionVerifier
 from replog.config import Setting
 from replog.core.config import ReplicaConfig
@@ -138,8 +138,10 @@ class BrokerProcess:
         self._transactions = TransactionCoordinators(
             self._partitions, txn_config(config), txn_timers(config), self._producer_ids,
             MarkerSender(self.broker_id, self._partitions, self._channels))
+        self._transaction_version = transaction_version(config)
         self._partitions.verify_transaction = TransactionVerifier(self.broker_id, self._partitions,
-                                                                  self._transactions, self._channels)
+                                                                  self._transactions, self._channels,
+                                                                  leader_adds=self._transaction_version >= 2)
         self._partitions.marker_appended = self._groups.marker_appended
         self._offsets_topic = InternalTopicSettings(OFFSETS_TOPIC, config["offsets.topic.num.partitions"],
                                                     config["offsets.topic.replication.factor"])
@@ -153,7 +155,8 @@ class BrokerProcess:
         broker_pb2_grpc.add_BrokerServiceServicer_to_server(servicer, server)
         coordinator_pb2_grpc.add_CoordinatorServiceServicer_to_server(
             CoordinatorServicer(self._groups, self._partitions.metadata, self._controller, self._producer_ids,
-                                self._transactions, self._offsets_topic, self._transaction_topic),
+                                self._transactions, self._offsets_topic, self._transaction_topic,
+                                transaction_version=self._transaction_version),
             server)
         return [broker_pb2.DESCRIPTOR.services_by_name["BrokerService"].full_name,
                 coordinator_pb2.DESCRIPTOR.services_by_name["CoordinatorService"].full_name]

@@ -17,9 +17,11 @@ the high watermark covers what it replayed. The tick aborts transactions past
 their transaction.timeout.ms and forgets idle transactional ids.
 
 An AddPartitionsToTxn the core holds (it came while the producer's last
-transaction completed) waits for the write of the records that decide it
-(`AddAnswered`), and is answered with that write's outcome; after ADD_HOLD_MS
-undecided, it is taken back and answered CONCURRENT_TRANSACTIONS.
+transaction completed, or while another add of the id was being written: a
+partition leader's, on transactions v2) waits for the write of the records
+that decide it (`AddAnswered`), and is answered with that write's outcome, or
+at once when its partitions were in the transaction already; after
+ADD_HOLD_MS undecided, it is taken back and answered CONCURRENT_TRANSACTIONS.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from replog.broker.txn_markers import MarkerItem, MarkerSender, backoff_s
 from replog.broker.txn_settings import TxnTimers
 from replog.core.errors import ErrorCode
 from replog.core.partition_driver import PartitionDriver
+from replog.core.topic_partition import TopicPartition
 from replog.core.txn import records as txn_records
 from replog.core.txn.coordinator import ADD_HOLD_MS, TransactionCoordinator
 from replog.core.txn.placement import TRANSACTION_STATE_TOPIC
@@ -97,7 +100,8 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
         self._last_abort_check = time.monotonic()
         self._last_expiry_check = time.monotonic()
         self._markers_since: dict[str, float] = {}  # transactional id -> when its markers first went out
-        self._held: dict[str, asyncio.Future] = {}  # transactional id -> the answer of its held add
+        # transactional id -> (partitions, answer) of each of its held adds
+        self._held: dict[str, list[tuple[frozenset[TopicPartition], asyncio.Future]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- CoordinatorShards ------------------------------------------------------------------------
@@ -146,14 +150,16 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
         if error != ErrorCode.NONE:
             raise CoordinatorError(*coordinator_error(error, self.kind))
         if isinstance(result.response, AddHeld):
-            return await self._held_answer(shard, transactional_id)
+            return await self._held_answer(shard, transactional_id, result.response.partitions)
         return result.response
 
-    async def _held_answer(self, shard: Shard[TransactionCoordinator], transactional_id: str) -> AddPartitionsResponse:
+    async def _held_answer(self, shard: Shard[TransactionCoordinator], transactional_id: str,
+                           partitions: frozenset[TopicPartition]) -> AddPartitionsResponse:
         """The answer of an add the core holds: the outcome of the write that decides it, or, when it is still
         undecided after ADD_HOLD_MS, CONCURRENT_TRANSACTIONS (it is taken back), as Kafka answers at once."""
         answer: asyncio.Future[AddPartitionsResponse] = asyncio.get_running_loop().create_future()
-        self._held[transactional_id] = answer
+        entry = (partitions, answer)
+        self._held.setdefault(transactional_id, []).append(entry)
         started = time.monotonic()
         wait_s = ADD_HOLD_MS / 1000
         try:
@@ -164,7 +170,7 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
                     pass
                 if not self.is_current(shard):
                     raise CoordinatorError(*coordinator_error(ErrorCode.NOT_LEADER_OR_FOLLOWER, self.kind))
-                if shard.core.release_held(transactional_id):
+                if shard.core.release_held(transactional_id, partitions):
                     log.info("transactional id %r: AddPartitionsToTxn held %d ms while the last transaction completed; "
                              "answered CONCURRENT_TRANSACTIONS", transactional_id, ADD_HOLD_MS,
                              extra=logs.fields("txn_add_released", transactional_id=transactional_id))
@@ -175,21 +181,27 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
             # The client went away (its deadline passed, or it died): nobody will take the transaction it
             # would have started, unless it is already being written.
             if self.is_current(shard):
-                shard.core.release_held(transactional_id)
+                shard.core.release_held(transactional_id, partitions)
             raise
         finally:
             metrics.TXN_ADD_HELD.observe(time.monotonic() - started)
-            if self._held.get(transactional_id) is answer:
-                del self._held[transactional_id]
+            waiting = self._held.get(transactional_id, [])
+            if entry in waiting:
+                waiting.remove(entry)
+            if not waiting:
+                self._held.pop(transactional_id, None)
 
     def _answer_held(self, result: Result) -> None:
-        """Answer the held adds a result decided, once its records are written. (A refused write leaves them
-        to the core, which holds them again or lets them go, and to `_held_answer`'s next look.)"""
+        """Answer the held adds a result decided, once its records are written: every add of the id whose
+        partitions the decision put in the transaction (one held after the decision too). A refused write
+        leaves them to the core, which holds them again or lets them go, and to `_held_answer`'s next look."""
         for event in result.events:
             if isinstance(event, AddAnswered):
-                answer = self._held.pop(event.transactional_id, None)
-                if answer is not None and not answer.done():
-                    answer.set_result(event.response)
+                decided = event.response.results
+                for partitions, answer in self._held.get(event.transactional_id, []):
+                    if partitions <= decided.keys() and not answer.done():
+                        answer.set_result(AddPartitionsResponse(ErrorCode.NONE, "",
+                                                                {p: decided[p] for p in partitions}))
 
     def read(self, transactional_id: str, query: Callable[[TransactionCoordinator], T]) -> T:
         return query(self.shard_of(transactional_id).core)
@@ -224,9 +236,11 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
             if self.is_current(shard):
                 follow = shard.core.written(records, completion.error, wall_ms())
                 if follow.records and completion.error == ErrorCode.NONE:
-                    self._carry_out(shard, follow)  # a held add, decided now that the last transaction is complete
+                    self._carry_out(shard, follow)  # held adds, decided now that what they waited for is written
                 elif follow.records or follow.markers:
                     self._spawn(self._retry(shard, follow, attempts + 1))
+                else:
+                    self._answer_held(follow)  # held adds whose partitions were in the transaction already
         if error == ErrorCode.NONE:
             self._answer_held(result)
             if result.markers and self.is_current(shard):

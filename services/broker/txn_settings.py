@@ -30,7 +30,16 @@ TXN_SETTINGS: tuple[Setting, ...] = (
     Setting("transaction.partition.verification.enable", configuration.boolean, True,
             "partition leaders ask the coordinator that a transaction's first write to a partition was added "
             "to the transaction (KIP-890)"),
+    Setting("transaction.version", configuration.integer(1, 2), 2,
+            "2: partition leaders add partitions to transactions as their first writes arrive, and producers "
+            "send no AddPartitionsToTxn (KIP-890 part 2; needs transaction.partition.verification.enable); "
+            "1: producers add them. Set it alike on every broker"),
 )
+
+
+def transaction_version(config: configuration.Config) -> int:
+    """The transaction protocol this broker runs: 2 only with verification on, through which leaders add."""
+    return 2 if config["transaction.version"] >= 2 and config["transaction.partition.verification.enable"] else 1
 
 
 @dataclass(frozen=True)

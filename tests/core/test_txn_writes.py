@@ -46,7 +46,7 @@ def test_a_refused_complete_commit_holds_the_next_transaction_until_it_is_writte
     c.hold = True
     c.ack_all()  # the marker is written: COMPLETE_COMMIT is decided, and its write is in flight
     assert len(c.writing) == 1 and c.state() is S.COMPLETE_COMMIT
-    assert c.add(pid, epoch + 1, T1) == AddHeld("tx"), "held: decided once COMPLETE_COMMIT is written"
+    assert c.add(pid, epoch + 1, T1) == AddHeld("tx", frozenset({T1})), "held: decided once COMPLETE_COMMIT is written"
     offsets = c.core.add_offsets(AddOffsetsRequest("tx", pid, epoch + 1, "copier"), c.now_ms)
     assert offsets.response.error == ErrorCode.CONCURRENT_TRANSACTIONS and not offsets.records
     assert c.core.describe("tx").state == "PrepareCommit", "described as the log has it"
@@ -55,7 +55,7 @@ def test_a_refused_complete_commit_holds_the_next_transaction_until_it_is_writte
     assert c.state() is S.PREPARE_COMMIT, "back to the last record written"
     (again,) = c.markers[-1:]
     assert (again.producer_epoch, again.commit, again.partitions) == (epoch + 1, True, {T0}), "the markers go on"
-    assert c.add(pid, epoch + 1, T1).error == ErrorCode.CONCURRENT_TRANSACTIONS, "still completing, one add held"
+    assert c.add(pid, epoch + 1, T1) == AddHeld("tx", frozenset({T1})), "still completing: held with the first"
     assert not answered(c)
 
     c.ack(c.markers.pop(), ErrorCode.INVALID_PRODUCER_EPOCH)  # the partition has that marker already
@@ -73,7 +73,7 @@ def test_a_held_add_decided_in_a_refused_write_is_held_again_while_the_transacti
     c = Coordinator()
     pid, epoch = started(c, T0)
     c.end(pid, epoch, commit=True)
-    assert c.add(pid, epoch + 1, T1) == AddHeld("tx")
+    assert c.add(pid, epoch + 1, T1) == AddHeld("tx", frozenset({T1}))
     c.hold = True
     c.ack_all()  # COMPLETE_COMMIT and ONGOING in one write...
     assert not c.core.release_held("tx"), "decided: the write's answer answers it"
@@ -95,7 +95,7 @@ def test_a_held_add_whose_own_write_is_refused_is_let_go():
     c.end(pid, epoch, commit=True)
     c.hold = True
     c.ack_all()  # COMPLETE_COMMIT in flight
-    assert c.add(pid, epoch + 1, T1) == AddHeld("tx")
+    assert c.add(pid, epoch + 1, T1) == AddHeld("tx", frozenset({T1}))
     c.persist()  # COMPLETE_COMMIT written: the add is decided, its ONGOING in flight
     assert len(c.writing) == 1 and not c.core.release_held("tx")
     c.refuse()
@@ -121,8 +121,8 @@ def test_with_writes_answered_late_the_log_never_inverts_a_transactions_end_and_
         epoch += 1
         c.ack_all()  # COMPLETE_COMMIT in flight
         assert add_offsets() == ErrorCode.CONCURRENT_TRANSACTIONS
-        assert c.add(pid, epoch, T0) == AddHeld("tx")
-        assert c.add(pid, epoch, T0).error == ErrorCode.CONCURRENT_TRANSACTIONS, "one add held at a time"
+        assert c.add(pid, epoch, T0) == AddHeld("tx", frozenset({T0}))
+        assert c.add(pid, epoch, T0) == AddHeld("tx", frozenset({T0})), "a retry is held with it"
         c.persist()  # COMPLETE_COMMIT is written: the held add is decided, its ONGOING in flight
         assert len(c.writing) == 1 and len(answered(c)) == round_ + 1
         assert add_offsets() == ErrorCode.CONCURRENT_TRANSACTIONS, "ONGOING is being written"

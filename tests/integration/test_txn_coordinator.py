@@ -7,11 +7,13 @@ transaction's end is refused (KIP-890); a coordinator SIGKILLed after the decisi
 is succeeded by one that completes the commit; offsets committed in a transaction stay invisible until it
 commits and vanish if it aborts, through a failover of the group coordinator too; a COMPLETE_COMMIT that
 min.insync.replicas refuses holds the next transaction back, and the log it leaves loads on a new coordinator;
-the next transaction's AddPartitionsToTxn is held while the last one completes.
+the next transaction's AddPartitionsToTxn is held while the last one completes; on transaction version 2 the
+partition leaders add the partitions and the producer sends no AddPartitionsToTxn (KIP-890 part 2).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 import urllib.request
 
@@ -143,12 +145,13 @@ def leader_stub(admin, cluster, tp: TopicPartition) -> bg.BrokerServiceStub:
 
 
 def produce(admin, cluster, tp: TopicPartition, values: list[bytes], pid: int, epoch: int, sequence: int,
-            txn_id: str, retry: bool = True) -> ErrorCode:
-    """A transactional batch to the partition's leader; NOT_ENOUGH_REPLICAS (not verified yet) and a moved
-    leader are retried when `retry`."""
+            txn_id: str, retry: bool = True, version: int = 0) -> ErrorCode:
+    """A transactional batch to the partition's leader (`version` 2: the leader adds the partition);
+    NOT_ENOUGH_REPLICAS (not verified yet), CONCURRENT_TRANSACTIONS (not added yet) and a moved leader are
+    retried when `retry`."""
     batch = encode_batch([(None, v) for v in values], producer_id=pid, producer_epoch=epoch, base_sequence=sequence,
                          transactional=True)
-    request = bp.ProduceRequest(transactional_id=txn_id, acks=-1, timeout_ms=10_000)
+    request = bp.ProduceRequest(transactional_id=txn_id, acks=-1, timeout_ms=10_000, transaction_version=version)
     request.topics.add(topic=tp.topic).partitions.add(partition=tp.partition, records=batch, current_leader_epoch=-1)
 
     def attempt():
@@ -157,7 +160,8 @@ def produce(admin, cluster, tp: TopicPartition, values: list[bytes], pid: int, e
         except grpc.RpcError:
             return None
         error = ErrorCode.of(answer.topics[0].partitions[0].error_code)
-        if retry and error in (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_LEADER_OR_FOLLOWER):
+        if retry and error in (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                               ErrorCode.CONCURRENT_TRANSACTIONS):
             return None
         return error
     return wait_for(attempt, 60, f"a produce answer from {tp}'s leader")
@@ -563,6 +567,36 @@ def test_transactions_back_to_back_begin_while_the_last_one_completes(cluster, a
     count, seconds = held()
     assert count - count_before >= 10, f"only {count - count_before:.0f} of 19 next transactions were held"
     assert (seconds - seconds_before) / (count - count_before) < 0.1, "held until their transactions completed"
+
+
+def test_on_transaction_version_2_the_leaders_add_the_partitions_and_the_producer_sends_no_add(cluster, admin):
+    """KIP-890 part 2: the coordinator says version 2; batches marked so go straight to their leaders, which add
+    their partitions (side by side here) before appending; a batch not marked so is only verified."""
+    txn, tp0, tp1 = "v2-writer", TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
+    before = {tp: stable_values(admin, cluster, tp) for tp in (tp0, tp1)}
+    started = init(cluster, txn)
+    assert (started.error_code, started.transaction_version) == (ErrorCode.NONE, 2)
+    pid = started.producer_id
+    assert produce(admin, cluster, tp0, [b"v1-write"], pid, 0, 0, txn, retry=False) == ErrorCode.INVALID_TXN_STATE, \
+        "a producer on version 1 must have added the partition itself"
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        writes = [pool.submit(produce, admin, cluster, tp, [b"v2-%d" % tp.partition], pid, 0, 0, txn, version=2)
+                  for tp in (tp0, tp1)]
+        assert [w.result() for w in writes] == [ErrorCode.NONE, ErrorCode.NONE]
+    ongoing = describe(cluster, txn)
+    assert ongoing.state == "Ongoing"
+    assert {(t.topic, p) for t in ongoing.topics for p in t.partitions} == {(TOPIC, 0), (TOPIC, 1)}
+    ended = end(cluster, txn, pid, 0, commit=True)
+    assert (ended.error_code, ended.producer_epoch, ended.transaction_version) == (ErrorCode.NONE, 1, 2)
+    assert stable_values(admin, cluster, tp0) == before[tp0] + [b"v2-0"]
+    assert stable_values(admin, cluster, tp1) == before[tp1] + [b"v2-1"]
+
+    # A write of the ended transaction's epoch, delayed past its end, is refused: the leader adds nothing for it.
+    late = produce(admin, cluster, tp0, [b"late"], pid, 0, 1, txn, retry=False, version=2)
+    assert late in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED)
+    assert describe(cluster, txn).state == "CompleteCommit"
+    assert stable_values(admin, cluster, tp0) == before[tp0] + [b"v2-0"]
 
 
 def logged_states(admin, cluster, tp: TopicPartition, txn: str) -> list[str]:

@@ -5,6 +5,7 @@ import pytest
 from google.protobuf import descriptor_pool, message_factory
 
 from replog.api.broker.v1 import broker_pb2
+from replog.api.common.v1 import common_pb2
 from replog.api.controller.v1 import controller_pb2
 from replog.api.coordinator.v1 import coordinator_pb2
 from replog.api.metadata.v1 import metadata_pb2
@@ -89,11 +90,31 @@ def test_a_follower_fetch_and_leader_and_isr_need_cluster_action():
         Judge((Operation.CLUSTER_ACTION, ResourceType.CLUSTER, "kafka-cluster")))
 
 
+def test_a_leader_adding_a_partition_for_a_producer_needs_cluster_action_and_a_producer_adding_needs_write():
+    """Transaction version 2: the leader's add stands for a Produce authorized already; a producer's own add is
+    authorized on the topics it names."""
+    c = rpc_rules.COORDINATOR
+    request = dict(transactional_id="tx", topics=[common_pb2.TopicPartitions(topic="orders", partitions=[0])])
+    producer = Judge((Operation.WRITE, ResourceType.TRANSACTIONAL_ID, "tx"), (Operation.WRITE, ResourceType.TOPIC,
+                                                                            "orders"))
+    assert run(c + "AddPartitionsToTxn", coordinator_pb2.AddPartitionsToTxnRequest(**request), producer)[2].answer is None
+    with pytest.raises(rpc_rules.PermissionDenied, match="ClusterAction"):
+        run(c + "AddPartitionsToTxn", coordinator_pb2.AddPartitionsToTxnRequest(**request, leader_add=True), producer)
+    leader = Judge((Operation.CLUSTER_ACTION, ResourceType.CLUSTER, "kafka-cluster"),
+                   (Operation.WRITE, ResourceType.TRANSACTIONAL_ID, "tx"))
+    _, answer, plan = run(c + "AddPartitionsToTxn", coordinator_pb2.AddPartitionsToTxnRequest(**request, leader_add=True),
+                          leader)
+    assert plan.answer is None and all(r.error_code == 0 for r in answer.results), "no topic ACL asked of the leader"
+    _, answer, _ = run(c + "AddPartitionsToTxn", coordinator_pb2.AddPartitionsToTxnRequest(**request), leader)
+    assert [r.error_code for r in answer.results] == [ErrorCode.TOPIC_AUTHORIZATION_FAILED], "its own add: it is not"
+
+
 def test_the_clusters_own_requests_are_told_apart_from_clients_ones_for_the_quotas():
     b, c = rpc_rules.BROKER, rpc_rules.COORDINATOR
     own = [(b + "Fetch", broker_pb2.FetchRequest(replica_id=2)), (b + "LeaderAndIsr", broker_pb2.LeaderAndIsrRequest()),
            (b + "FetchStream", broker_pb2.FetchRequest(replica_id=0)),
-           (c + "AddPartitionsToTxn", coordinator_pb2.AddPartitionsToTxnRequest(verify_only=True))]
+           (c + "AddPartitionsToTxn", coordinator_pb2.AddPartitionsToTxnRequest(verify_only=True)),
+           (c + "AddPartitionsToTxn", coordinator_pb2.AddPartitionsToTxnRequest(leader_add=True))]
     clients = [(b + "Fetch", broker_pb2.FetchRequest(replica_id=-1)),
                (b + "ListOffsets", broker_pb2.ListOffsetsRequest()), (b + "ProduceStream", broker_pb2.ProduceRequest()),
                (c + "AddPartitionsToTxn", coordinator_pb2.AddPartitionsToTxnRequest())]

@@ -1,9 +1,11 @@
-"""What a partition leader answers a transactional batch its coordinator did not verify (KIP-890 part 1).
+"""What a partition leader answers a transactional batch its coordinator did not verify (KIP-890 part 1), or
+did not add (part 2, a producer on transaction version 2).
 
 Before it appends the first batch of a producer's transaction, the leader asks
 the transactional id's coordinator (AddPartitionsToTxn, verify-only) whether
-the partition is in the producer's ongoing transaction at the batch's epoch.
-The coordinator's answer becomes the produce answer as Kafka 4 maps it:
+the partition is in the producer's ongoing transaction at the batch's epoch,
+or has it add the partition. The coordinator's answer becomes the produce
+answer as Kafka 4 maps it:
 
     coordinator's answer                                     produce answer
     -------------------------------------------------------  ---------------------------------------

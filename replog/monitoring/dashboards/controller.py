@@ -57,6 +57,12 @@ def _transactions(board: Board) -> None:
                      "completing, held until it completed (p50, p99). Near 0.5 s: the markers are late, and the "
                      "producers are answered CONCURRENT_TRANSACTIONS and retry.",
                      quantiles("replog_txn_add_held_seconds", ""), unit="s", width=6)
+    board.timeseries("First writes waiting for the coordinator",
+                     "How long partition leaders held a transaction's first batch on a partition while the "
+                     "transaction coordinator added the partition (add: producers on transaction version 2) or "
+                     "verified it (verify), p50 and p99. This is what a transaction's first write to a partition "
+                     "costs beyond a plain write.", quantiles("replog_txn_partition_verification_seconds", "mode"),
+                     unit="s", width=12)
 
 
 def _coordinators(board: Board) -> None:

@@ -50,16 +50,18 @@ class LeaderIdAndEpoch(_message.Message):
     def __init__(self, leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ...) -> None: ...
 
 class ProduceRequest(_message.Message):
-    __slots__ = ("transactional_id", "acks", "timeout_ms", "topics")
+    __slots__ = ("transactional_id", "acks", "timeout_ms", "topics", "transaction_version")
     TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
     ACKS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTION_VERSION_FIELD_NUMBER: _ClassVar[int]
     transactional_id: str
     acks: int
     timeout_ms: int
     topics: _containers.RepeatedCompositeFieldContainer[ProduceTopicData]
-    def __init__(self, transactional_id: _Optional[str] = ..., acks: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ProduceTopicData, _Mapping]]] = ...) -> None: ...
+    transaction_version: int
+    def __init__(self, transactional_id: _Optional[str] = ..., acks: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ProduceTopicData, _Mapping]]] = ..., transaction_version: _Optional[int] = ...) -> None: ...
 
 class ProduceTopicData(_message.Message):
     __slots__ = ("topic", "partitions")

@@ -362,30 +362,34 @@ class InitProducerIdRequest(_message.Message):
     def __init__(self, transactional_id: _Optional[str] = ..., transaction_timeout_ms: _Optional[int] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ...) -> None: ...
 
 class InitProducerIdResponse(_message.Message):
-    __slots__ = ("error_code", "error_message", "producer_id", "producer_epoch")
+    __slots__ = ("error_code", "error_message", "producer_id", "producer_epoch", "transaction_version")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTION_VERSION_FIELD_NUMBER: _ClassVar[int]
     error_code: _common_pb2.ErrorCode
     error_message: str
     producer_id: int
     producer_epoch: int
-    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ...) -> None: ...
+    transaction_version: int
+    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., transaction_version: _Optional[int] = ...) -> None: ...
 
 class AddPartitionsToTxnRequest(_message.Message):
-    __slots__ = ("transactional_id", "producer_id", "producer_epoch", "topics", "verify_only")
+    __slots__ = ("transactional_id", "producer_id", "producer_epoch", "topics", "verify_only", "leader_add")
     TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
     VERIFY_ONLY_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ADD_FIELD_NUMBER: _ClassVar[int]
     transactional_id: str
     producer_id: int
     producer_epoch: int
     topics: _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartitions]
     verify_only: bool
-    def __init__(self, transactional_id: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[_common_pb2.TopicPartitions, _Mapping]]] = ..., verify_only: _Optional[bool] = ...) -> None: ...
+    leader_add: bool
+    def __init__(self, transactional_id: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[_common_pb2.TopicPartitions, _Mapping]]] = ..., verify_only: _Optional[bool] = ..., leader_add: _Optional[bool] = ...) -> None: ...
 
 class AddPartitionsToTxnResponse(_message.Message):
     __slots__ = ("error_code", "error_message", "results")
@@ -512,13 +516,15 @@ class EndTxnRequest(_message.Message):
     def __init__(self, transactional_id: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., committed: _Optional[bool] = ...) -> None: ...
 
 class EndTxnResponse(_message.Message):
-    __slots__ = ("error_code", "error_message", "producer_id", "producer_epoch")
+    __slots__ = ("error_code", "error_message", "producer_id", "producer_epoch", "transaction_version")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTION_VERSION_FIELD_NUMBER: _ClassVar[int]
     error_code: _common_pb2.ErrorCode
     error_message: str
     producer_id: int
     producer_epoch: int
-    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ...) -> None: ...
+    transaction_version: int
+    def __init__(self, error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., transaction_version: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,82 @@
+"""The transaction protocol a cluster runs (transaction.version), seen through the Python producer.
+
+Given a one-broker cluster at each version, a transaction over two partitions commits and a read_committed
+consumer reads exactly its records. On version 2 (the default) the coordinator says so at InitProducerId and
+the producer sends no AddPartitionsToTxn at all: the partition leader adds the partitions (KIP-890 part 2);
+on version 1 the producer adds them itself. One broker, so that a leader's add is no RPC of its own and
+every AddPartitionsToTxn the broker serves is the producer's.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+
+import grpc
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from replog.api.coordinator.v1 import coordinator_pb2 as cp
+from replog.api.coordinator.v1 import coordinator_pb2_grpc as cg
+from replog.client import Admin, Consumer, NewTopic, Producer, TopicPartition
+from replog.core.errors import ErrorCode
+from tests.integration.cluster import started, wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+TOPIC = "orders"
+ADD_PARTITIONS = "replog_request_duration_seconds_count"
+
+
+@pytest.fixture(scope="module", params=[2, 1], ids=["transaction.version=2", "transaction.version=1"])
+def cluster(request, tmp_path_factory):
+    version = request.param
+    for local in started(tmp_path_factory, f"v{version}", "--brokers", "1", "--controllers", "1",
+                         "--config", f"transaction.version={version}",
+                         "--config", "transaction.state.log.replication.factor=1",
+                         "--config", "transaction.state.log.min.isr=1",
+                         "--config", "transaction.state.log.num.partitions=2",
+                         "--config", "offsets.topic.replication.factor=1",
+                         "--config", "offsets.topic.num.partitions=2"):
+        bootstrap = local.status()["metadata"][0]["address"]
+        with Admin(bootstrap) as admin:
+            admin.create_topics([NewTopic(TOPIC, 2, 1)])
+            wait_for(lambda: all(p.leader >= 0 for p in admin.describe_topics([TOPIC])[0].partitions), 60, "leaders")
+        yield local, bootstrap, version
+
+
+def adds_served(local) -> float:
+    """AddPartitionsToTxn requests the broker has served."""
+    address = local.metrics_address("broker", 1)
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+               if sample.name == ADD_PARTITIONS and sample.labels.get("rpc") == "AddPartitionsToTxn")
+
+
+def test_a_transaction_commits_and_only_a_producer_on_version_1_adds_partitions_itself(cluster):
+    local, bootstrap, version = cluster
+    with grpc.insecure_channel(local.status()["brokers"][0]["address"]) as channel:
+        answer = wait_for(lambda: (a := cg.CoordinatorServiceStub(channel).InitProducerId(
+            cp.InitProducerIdRequest(transactional_id="probe", transaction_timeout_ms=60_000), timeout=30))
+            .error_code == ErrorCode.NONE and a, 60, "a transaction coordinator")
+    assert answer.transaction_version == version
+
+    served_before = adds_served(local)
+    with Producer(bootstrap, transactional_id="orders-writer") as producer:
+        producer.init_transactions()
+        for round_ in range(2):
+            producer.begin_transaction()
+            for partition in (0, 1):
+                producer.send(TOPIC, b"order %d-%d" % (round_, partition), partition=partition)
+            producer.commit_transaction()
+    served = adds_served(local) - served_before
+    if version == 2:
+        assert served == 0, f"the producer sent {served:.0f} AddPartitionsToTxn on transaction version 2"
+    else:
+        assert served >= 2, "one AddPartitionsToTxn a transaction, at least"
+
+    with Consumer(bootstrap, isolation_level="read_committed", auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)])
+        seen: list[bytes] = []
+        wait_for(lambda: seen.extend(r.value for r in consumer.poll(200)) or len(seen) >= 4, 30, "four records")
+    assert sorted(seen) == [b"order 0-0", b"order 0-1", b"order 1-0", b"order 1-1"]
