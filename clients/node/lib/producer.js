@@ -491,7 +491,7 @@ class Producer {
       });
     }
     const request = {
-      ...(this.txn ? { transactional_id: this.transactionalId } : {}),
+      ...(this.txn ? { transactional_id: this.transactionalId, transaction_version: this.txn.transactionVersion } : {}),
       acks: this.acks,
       timeout_ms: this.config.requestTimeoutMs,
       topics: [...topics].map(([topic, partitions]) => ({ topic, partitions })),

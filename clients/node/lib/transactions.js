@@ -163,6 +163,9 @@ class TransactionManager {
     this.added = new Set(); // in the transaction: their batches may leave
     this.started = false; // the coordinator may have begun the transaction: only EndTxn ends it
     this.addCall = null; // the AddPartitionsToTxn on its way
+    // 2: partition leaders add partitions (KIP-890 part 2; the coordinator says so at init and at every end);
+    // 1: this producer adds them with AddPartitionsToTxn.
+    this.transactionVersion = 1;
     this.stats = { transactionsCommitted: 0, transactionsAborted: 0, addPartitionsCalls: 0 };
   }
 
@@ -216,10 +219,18 @@ class TransactionManager {
       producerEpoch: this.producerEpoch });
   }
 
-  /** send() wrote to this partition: true when it is new to the transaction (it must be asked for). */
+  /**
+   * send() wrote to this partition: true when it is new to the transaction (it must be asked for, or, on
+   * transaction version 2, its batches may leave now: their leader adds it).
+   */
   notePartition(key) {
     if (this.added.has(key) || this.adding.has(key) || this.fresh.has(key)) return false;
-    this.fresh.add(key);
+    if (this.transactionVersion >= 2) {
+      this.started = true;
+      this.added.add(key);
+    } else {
+      this.fresh.add(key);
+    }
     return true;
   }
 
@@ -301,9 +312,10 @@ class TransactionManager {
       producer_epoch: -1,
     }, (r) => [errorName(r.error_code)], timeoutMs);
     this._take('InitProducerId', errorName(response.error_code), response.error_message);
-    this._takeProducer(response.producer_id, response.producer_epoch);
+    this._takeProducer(response.producer_id, response.producer_epoch, response.transaction_version);
     this._finish('initialized');
-    this.log.info(`transactional id ${this.transactionalId}: producer id ${this.producerId}, epoch ${this.producerEpoch}`);
+    this.log.info(`transactional id ${this.transactionalId}: producer id ${this.producerId}, epoch ` +
+      `${this.producerEpoch}, transaction version ${this.transactionVersion}`);
   }
 
   /** AddOffsetsToTxn at the transaction coordinator, then TxnOffsetCommit at the group's. */
@@ -346,7 +358,7 @@ class TransactionManager {
         committed: commit,
       }, (r) => [errorName(r.error_code)], Math.max(deadline - Date.now(), 1));
       this._take('EndTxn', errorName(response.error_code), response.error_message);
-      this._takeProducer(response.producer_id, response.producer_epoch);
+      this._takeProducer(response.producer_id, response.producer_epoch, response.transaction_version);
     }
     this.fresh.clear();
     this.added.clear();
@@ -358,10 +370,11 @@ class TransactionManager {
       `next epoch ${this.producerEpoch}`);
   }
 
-  _takeProducer(producerId, producerEpoch) {
+  _takeProducer(producerId, producerEpoch, transactionVersion) {
     if (producerId >= 0 && producerEpoch >= 0) {
       this.producerId = producerId;
       this.producerEpoch = producerEpoch;
+      this.transactionVersion = Math.max(1, transactionVersion || 0); // 0: a coordinator that does not say
     }
     this.useProducer(this.producerId, this.producerEpoch);
   }
