@@ -56,9 +56,14 @@ def adds_served(local) -> float:
 def test_a_transaction_commits_and_only_a_producer_on_version_1_adds_partitions_itself(cluster):
     local, bootstrap, version = cluster
     with grpc.insecure_channel(local.status()["brokers"][0]["address"]) as channel:
-        answer = wait_for(lambda: (a := cg.CoordinatorServiceStub(channel).InitProducerId(
-            cp.InitProducerIdRequest(transactional_id="probe", transaction_timeout_ms=60_000), timeout=30))
-            .error_code == ErrorCode.NONE and a, 60, "a transaction coordinator")
+        stub = cg.CoordinatorServiceStub(channel)
+        # FindCoordinator creates __transaction_state; the one broker then coordinates every id.
+        wait_for(lambda: stub.FindCoordinator(cp.FindCoordinatorRequest(
+            keys=["probe"], key_type=cp.COORDINATOR_TYPE_TRANSACTION), timeout=30).coordinators[0].error_code
+            == ErrorCode.NONE, 60, "a transaction coordinator")
+        answer = wait_for(lambda: (a := stub.InitProducerId(cp.InitProducerIdRequest(
+            transactional_id="probe", transaction_timeout_ms=60_000), timeout=30)).error_code == ErrorCode.NONE
+            and a, 60, "InitProducerId")
     assert answer.transaction_version == version
 
     served_before = adds_served(local)
