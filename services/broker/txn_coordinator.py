@@ -171,8 +171,9 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
                 if not self.is_current(shard):
                     raise CoordinatorError(*coordinator_error(ErrorCode.NOT_LEADER_OR_FOLLOWER, self.kind))
                 if shard.core.release_held(transactional_id, partitions):
-                    log.info("transactional id %r: AddPartitionsToTxn held %d ms while the last transaction completed; "
-                             "answered CONCURRENT_TRANSACTIONS", transactional_id, ADD_HOLD_MS,
+                    log.info("transactional id %r: AddPartitionsToTxn held %d ms while the last transaction completed "
+                             "(or another change of it was written); answered CONCURRENT_TRANSACTIONS",
+                             transactional_id, ADD_HOLD_MS,
                              extra=logs.fields("txn_add_released", transactional_id=transactional_id))
                     return AddPartitionsResponse(ErrorCode.CONCURRENT_TRANSACTIONS,
                                                  f"{transactional_id!r} is still completing its last transaction; retry")
