@@ -50,8 +50,7 @@ class Copier:
         self.producer = producer
         self.journal = journal
         self.transactions = 0
-        self.copied = 0
-        self.started = time.monotonic()
+        self.transaction_started = time.monotonic()
 
     def rewind(self) -> None:
         """Back to the group's committed offset: what an aborted transaction read is read again."""
@@ -66,6 +65,7 @@ class Copier:
         self.transactions += 1
         suffix = b"|" + name.encode()
         self.producer.begin_transaction()
+        self.transaction_started = time.monotonic()
         self.journal.write("begin", name=name)
         reads, futures = [], []
         while len(reads) < TXN_RECORDS and self.consumer.position(self.source) < self.args.end:
@@ -84,12 +84,13 @@ class Copier:
             self.rewind()
             return
         self.journal.write("committed", name=name, offsets=[f.result(0).offset for f in futures])
-        self.copied += len(reads)
 
     def pace(self, reading: int) -> None:
-        """Hold to --rate while the transaction is open, so that a kill most likely cuts one short."""
+        """Hold to --rate while the transaction is open, so that a kill most likely cuts one short. Each
+        transaction keeps the pace from its own start: after a stall (a broker restarting) the copier does
+        not rush to catch up, so the faults of a run still find it copying."""
         if self.args.rate:
-            time.sleep(max(0.0, self.started + (self.copied + reading) / self.args.rate - time.monotonic()))
+            time.sleep(max(0.0, self.transaction_started + reading / self.args.rate - time.monotonic()))
 
     def commit(self) -> None:
         """commit_transaction(), called again after a timeout (a broker restarting), as the client allows."""
