@@ -133,7 +133,7 @@ def _from_a_leader(request: Message) -> bool:
 
 
 def _from_the_producer(request: Message) -> bool:
-    return not (request.verify_only or request.leader_add)
+    return not _from_a_leader(request)
 
 
 T, G, C, X = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER, ResourceType.TRANSACTIONAL_ID

@@ -198,11 +198,10 @@ class TransactionCoordinators(CoordinatorShards[TransactionCoordinator]):
         leaves them to the core, which holds them again or lets them go, and to `_held_answer`'s next look."""
         for event in result.events:
             if isinstance(event, AddAnswered):
-                decided = event.response.results
                 for partitions, answer in self._held.get(event.transactional_id, []):
-                    if partitions <= decided.keys() and not answer.done():
-                        answer.set_result(AddPartitionsResponse(ErrorCode.NONE, "",
-                                                                {p: decided[p] for p in partitions}))
+                    response = event.answer_for(partitions)
+                    if response is not None and not answer.done():
+                        answer.set_result(response)
 
     def read(self, transactional_id: str, query: Callable[[TransactionCoordinator], T]) -> T:
         return query(self.shard_of(transactional_id).core)

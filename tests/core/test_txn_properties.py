@@ -121,10 +121,11 @@ class World:
                 # Every held add whose partitions the write put in the transaction, those held after the
                 # decision too (a later AddAnswered for them then finds none).
                 waiting = self.held.get(event.transactional_id, [])
-                decided = [(p, a) for p, a in waiting if p <= event.response.results.keys()]
-                for item in decided:
-                    waiting.remove(item)
-                    item[1](AddPartitionsResponse(ErrorCode.NONE, "", {p: event.response.results[p] for p in item[0]}))
+                for item in list(waiting):
+                    response = event.answer_for(item[0])
+                    if response is not None:
+                        waiting.remove(item)
+                        item[1](response)
 
     def persist(self) -> None:
         """The oldest write in flight is committed (the high watermark passes writes in log order)."""

@@ -76,7 +76,7 @@ def test_a_held_add_decided_in_a_refused_write_is_held_again_while_the_transacti
     assert c.add(pid, epoch + 1, T1) == AddHeld("tx", frozenset({T1}))
     c.hold = True
     c.ack_all()  # COMPLETE_COMMIT and ONGOING in one write...
-    assert not c.core.release_held("tx"), "decided: the write's answer answers it"
+    assert not c.core.release_held("tx", frozenset({T1})), "decided: the write's answer answers it"
     c.refuse()  # ...refused: back to PREPARE_COMMIT, the markers again, the add held again
     assert c.state() is S.PREPARE_COMMIT and not c.writing
     c.ack_all()
@@ -97,10 +97,10 @@ def test_a_held_add_whose_own_write_is_refused_is_let_go():
     c.ack_all()  # COMPLETE_COMMIT in flight
     assert c.add(pid, epoch + 1, T1) == AddHeld("tx", frozenset({T1}))
     c.persist()  # COMPLETE_COMMIT written: the add is decided, its ONGOING in flight
-    assert len(c.writing) == 1 and not c.core.release_held("tx")
+    assert len(c.writing) == 1 and not c.core.release_held("tx", frozenset({T1}))
     c.refuse()
     assert c.state() is S.COMPLETE_COMMIT and not c.writing
-    assert c.core.release_held("tx"), "nothing holds it: its driver answers CONCURRENT_TRANSACTIONS"
+    assert c.core.release_held("tx", frozenset({T1})), "nothing holds it: its driver answers CONCURRENT_TRANSACTIONS"
     assert c.add(pid, epoch + 1, T1).error == ErrorCode.NONE, "the producer's retry"
     c.persist()
     assert logged_states(c)[-2:] == [S.COMPLETE_COMMIT, S.ONGOING]

@@ -554,11 +554,12 @@ class TxnCoordinatorNode:
             if isinstance(event, AddAnswered):
                 # Every held add whose partitions the decision put in the transaction (adds held after it too).
                 waiting = self._held_calls.get(event.transactional_id, [])
-                for held in [h for h in waiting if h[0] <= event.response.results.keys()]:
-                    waiting.remove(held)
+                for held in list(waiting):
                     partitions, caller, reply = held
-                    self._answer_held(caller, reply, AddPartitionsResponse(
-                        ErrorCode.NONE, "", {p: event.response.results[p] for p in partitions}))
+                    response = event.answer_for(partitions)
+                    if response is not None:
+                        waiting.remove(held)
+                        self._answer_held(caller, reply, response)
         return result.response
 
     def _answer_held(self, caller: object, reply: Any, response: AddPartitionsResponse) -> None:

@@ -437,23 +437,20 @@ class TransactionCoordinator:
         """Add the held partitions (a write, unless the ongoing transaction has them all already) and answer
         the adds with that write, or at once when there is none."""
         partitions = self._held.pop(transactional_id)
-        metadata = self._transactions[transactional_id]
-        if not (metadata.state is TxnState.ONGOING and partitions <= metadata.partitions):
+        if self._add(self._transactions[transactional_id], partitions, batch, now_ms):
             self._deciding[transactional_id] = partitions
-            self._add(metadata, partitions, batch, now_ms)
         batch.events.append(AddAnswered(transactional_id, AddPartitionsResponse(
             ErrorCode.NONE, "", dict.fromkeys(partitions, ErrorCode.NONE))))
 
-    def release_held(self, transactional_id: str, partitions: frozenset[TopicPartition] | None = None) -> bool:
-        """Take back a held add of the id (its `partitions`; None: every held add), which its driver then answers
+    def release_held(self, transactional_id: str, partitions: frozenset[TopicPartition]) -> bool:
+        """Take back a held add of the id (its `partitions`), which its driver then answers
         CONCURRENT_TRANSACTIONS; False while its partitions are decided and being written: the write's success
         answers it (`AddAnswered`). A refused write holds them again if the last transaction is completing
         again, or lets them go."""
-        held = self._held.pop(transactional_id, frozenset())
-        if partitions is not None and held - partitions:
-            self._held[transactional_id] = held - partitions
-        deciding = self._deciding.get(transactional_id, frozenset())
-        return not deciding if partitions is None else not (deciding & partitions)
+        held = self._held.pop(transactional_id, frozenset()) - partitions
+        if held:
+            self._held[transactional_id] = held
+        return not self._deciding.get(transactional_id, frozenset()) & partitions
 
     def add_offsets(self, request: AddOffsetsRequest, now_ms: int) -> Result[Answer]:
         """Add the group's __consumer_offsets partition to the transaction, so that the offsets the
@@ -467,12 +464,14 @@ class TransactionCoordinator:
         return batch.result(OK)
 
     def _add(self, metadata: TransactionMetadata, partitions: frozenset[TopicPartition], batch: _Batch,
-             now_ms: int) -> None:
+             now_ms: int) -> bool:
+        """Put the partitions in the transaction (starting one); False when it has them already (no record)."""
         if metadata.state is TxnState.ONGOING and partitions <= metadata.partitions:
-            return
+            return False
         start_ms = metadata.start_timestamp_ms if metadata.state is TxnState.ONGOING else now_ms
         batch.write(metadata.moved(TxnEvent.ADD_PARTITIONS, now_ms, partitions=metadata.partitions | partitions,
                                    start_timestamp_ms=start_ms))
+        return True
 
     # -- EndTxn -------------------------------------------------------------------------------------
 

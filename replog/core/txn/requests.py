@@ -187,6 +187,13 @@ class AddAnswered:
     transactional_id: str
     response: AddPartitionsResponse
 
+    def answer_for(self, partitions: frozenset[TopicPartition]) -> AddPartitionsResponse | None:
+        """The answer of a held add of these partitions, or None when this decision does not cover them all."""
+        decided = self.response.results
+        if not partitions <= decided.keys():
+            return None
+        return AddPartitionsResponse(ErrorCode.NONE, "", {p: decided[p] for p in partitions})
+
 
 Event = TransactionTimedOut | ProducerFenced | TransactionCompleted | CoordinatorFenced | AddAnswered
 
