@@ -45,11 +45,15 @@ The leader's checks for transactions (KIP-890):
     a non-transactional batch, transaction open      INVALID_TXN_STATE
     a transactional batch opening a transaction      INVALID_TXN_STATE unless the coordinator verified
                                                      the partition is in the producer's transaction
+                                                     (always asked of a producer on transaction version
+                                                     2, whatever transaction.partition.verification.enable
+                                                     says: nobody else adds the partition)
     a transactional batch, an older epoch's          INVALID_TXN_STATE (its marker is still on the way)
     transaction still open
 
 Verification is the driver's input: `needs_verification` says when to ask the
-coordinator (AddPartitionsToTxn, verify-only), `verified` records its yes for
+coordinator (AddPartitionsToTxn: verify-only, or, for a producer on transaction
+version 2, an add), `verified` records its yes for
 the producer's epoch until the batch is appended, a marker arrives or the
 entry expires. Every marker bumps the producer's epoch here, since the
 coordinator bumps it at every end: a delayed write of an ended transaction
@@ -81,13 +85,15 @@ def last_sequence(first_sequence: int, record_count: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ProducerAppend:
-    """An idempotent batch, as its header says."""
+    """An idempotent batch, as its header says, and (`leader_add`) whether its producer is on transaction
+    version 2, so that the leader adds the partition to the transaction (KIP-890 part 2)."""
 
     producer_id: int
     producer_epoch: int
     first_sequence: int
     last_sequence: int
     transactional: bool = False
+    leader_add: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,9 +233,10 @@ class ProducerStates:
         return None
 
     def needs_verification(self, append: ProducerAppend) -> bool:
-        """Whether the driver must ask the coordinator (AddPartitionsToTxn, verify-only) before this batch:
-        a transactional batch that would open the producer's transaction here, not yet verified."""
-        if not (append.transactional and self._verify_transactions):
+        """Whether the driver must ask the coordinator before this batch (to verify the partition, or to add it
+        for a producer on transaction version 2): a transactional batch that would open the producer's
+        transaction here, not yet verified."""
+        if not (append.transactional and (self._verify_transactions or append.leader_add)):
             return False
         entry = self._entries.get(append.producer_id)
         if entry is not None and entry.in_transaction and entry.epoch == append.producer_epoch:

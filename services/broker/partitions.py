@@ -40,12 +40,12 @@ GAUGE_INTERVAL_S = 1.0
 __all__ = ["Partitions", "TopicSettings", "now_ms"]
 
 # The produce answer to a transactional batch's verification: its error, and what the error alone does not say.
-# (transactional id, producer, partition, add: the producer is on transaction version 2) -> the produce answer
-VerifyTransaction = Callable[[str, ProducerAppend, TopicPartition, bool], Awaitable[tuple[ErrorCode, str]]]
+# (transactional id, producer, partition) -> the produce answer; `producer.leader_add` asks for an add.
+VerifyTransaction = Callable[[str, ProducerAppend, TopicPartition], Awaitable[tuple[ErrorCode, str]]]
 
 
-async def _no_coordinator(transactional_id: str, producer: ProducerAppend, key: TopicPartition,
-                          add: bool = False) -> tuple[ErrorCode, str]:
+async def _no_coordinator(transactional_id: str, producer: ProducerAppend,
+                          key: TopicPartition) -> tuple[ErrorCode, str]:
     return ErrorCode.NOT_ENOUGH_REPLICAS, "the broker is still starting; retry"  # retriable
 
 

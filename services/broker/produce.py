@@ -111,6 +111,8 @@ def _append(
     if isinstance(producer, str):
         fill_produce_partition(result, ErrorCode.INVALID_RECORD, producer)
         return None
+    if producer is not None and producer.transactional and request.transaction_version >= 2:
+        producer = replace(producer, leader_add=True)  # this leader adds the partition (KIP-890 part 2)
     produce = ProduceRequest(0, bytearray(records), record_count, request.acks, request.timeout_ms,
                              data.current_leader_epoch, producer)
     metrics.BYTES_IN.labels(key.topic).inc(len(records))
@@ -121,8 +123,7 @@ def _append(
             fill_produce_partition(result, ErrorCode.INVALID_TXN_STATE,
                                    "a transactional batch comes with its producer's transactional id")
             return None
-        return asyncio.ensure_future(_verify_then_append(partitions, driver, request.transactional_id, produce,
-                                                         add=request.transaction_version >= 2))
+        return asyncio.ensure_future(_verify_then_append(partitions, driver, request.transactional_id, produce))
     return _submit(partitions, driver, produce, now, result)
 
 
@@ -142,22 +143,23 @@ def _submit(partitions: Partitions, driver: PartitionDriver, produce: ProduceReq
 
 
 async def verify(partitions: Partitions, driver: PartitionDriver, transactional_id: str,
-                 producer: ProducerAppend, add: bool = False) -> tuple[ErrorCode, str]:
+                 producer: ProducerAppend) -> tuple[ErrorCode, str]:
     """KIP-890: ask the transactional id's coordinator whether the partition is in the producer's ongoing
-    transaction at this epoch (or, `add`, for a producer on transaction version 2, have it add the partition),
+    transaction at this epoch (or, for a producer on transaction version 2, have it add the partition),
     and note its yes on the partition; the produce answer and why. Writes of the same producer, epoch and
     partition arriving meanwhile wait for the same answer."""
     asking = (driver.topic_partition, producer.producer_id, producer.producer_epoch)
     verification = partitions.verifications.get(asking)
     if verification is None:
         verification = asyncio.ensure_future(
-            partitions.verify_transaction(transactional_id, producer, driver.topic_partition, add))
+            partitions.verify_transaction(transactional_id, producer, driver.topic_partition))
         partitions.verifications[asking] = verification
         verification.add_done_callback(lambda _: partitions.verifications.pop(asking, None))
     error, message = await asyncio.shield(verification)
     if error != ErrorCode.NONE:
         log.info("%s: transactional id %r (producer %d epoch %d) not %s: %s (%s)", driver.name,
-                 transactional_id, producer.producer_id, producer.producer_epoch, "added" if add else "verified",
+                 transactional_id, producer.producer_id, producer.producer_epoch,
+                 "added" if producer.leader_add else "verified",
                  error.name, message)
     elif driver.is_leader:
         driver.replica.verified(producer, now_ms())
@@ -165,11 +167,11 @@ async def verify(partitions: Partitions, driver: PartitionDriver, transactional_
 
 
 async def _verify_then_append(partitions: Partitions, driver: PartitionDriver, transactional_id: str,
-                              produce: ProduceRequest, *, add: bool) -> CompleteProduce:
+                              produce: ProduceRequest) -> CompleteProduce:
     """The first batch of a transaction on a partition is appended only once its coordinator says the
     partition is in the producer's ongoing transaction: no late write opens a transaction no marker will
     close. Batches of the same producer waiting together are appended in the order they came."""
-    error, message = await verify(partitions, driver, transactional_id, produce.producer, add)
+    error, message = await verify(partitions, driver, transactional_id, produce.producer)
     if error != ErrorCode.NONE:
         return CompleteProduce(produce.request_id, error, message=message)
     waiter = _submit(partitions, driver, produce, now_ms())

@@ -140,8 +140,7 @@ class BrokerProcess:
             MarkerSender(self.broker_id, self._partitions, self._channels))
         self._transaction_version = transaction_version(config)
         self._partitions.verify_transaction = TransactionVerifier(self.broker_id, self._partitions,
-                                                                  self._transactions, self._channels,
-                                                                  leader_adds=self._transaction_version >= 2)
+                                                                  self._transactions, self._channels)
         self._partitions.marker_appended = self._groups.marker_appended
         self._offsets_topic = InternalTopicSettings(OFFSETS_TOPIC, config["offsets.topic.num.partitions"],
                                                     config["offsets.topic.replication.factor"])

@@ -31,15 +31,16 @@ TXN_SETTINGS: tuple[Setting, ...] = (
             "partition leaders ask the coordinator that a transaction's first write to a partition was added "
             "to the transaction (KIP-890)"),
     Setting("transaction.version", configuration.integer(1, 2), 2,
-            "2: partition leaders add partitions to transactions as their first writes arrive, and producers "
-            "send no AddPartitionsToTxn (KIP-890 part 2; needs transaction.partition.verification.enable); "
-            "1: producers add them. Set it alike on every broker"),
+            "the transaction protocol this broker's coordinator tells its producers: 2, they send no "
+            "AddPartitionsToTxn and the partition leaders add partitions as their first writes arrive "
+            "(KIP-890 part 2); 1, producers add them. Every leader adds for a producer on version 2, "
+            "whatever its own setting, so brokers may differ during a change"),
 )
 
 
 def transaction_version(config: configuration.Config) -> int:
-    """The transaction protocol this broker runs: 2 only with verification on, through which leaders add."""
-    return 2 if config["transaction.version"] >= 2 and config["transaction.partition.verification.enable"] else 1
+    """The transaction protocol this broker's coordinator tells producers (transaction.version)."""
+    return config["transaction.version"]
 
 
 @dataclass(frozen=True)

@@ -37,19 +37,17 @@ VERIFY_TIMEOUT_S = 10.0
 
 class TransactionVerifier:
     def __init__(self, broker_id: int, partitions: Partitions, coordinators: TransactionCoordinators,
-                 channels: BrokerChannels, *, leader_adds: bool = True) -> None:
-        """`leader_adds`: this broker runs transaction version 2 (it adds partitions for producers on it)."""
+                 channels: BrokerChannels) -> None:
         self._broker_id = broker_id
-        self._leader_adds = leader_adds
         self._partitions = partitions
         self._coordinators = coordinators
         self._channels = channels
 
-    async def __call__(self, transactional_id: str, producer: ProducerAppend, key: TopicPartition,
-                       add: bool = False) -> tuple[ErrorCode, str]:
+    async def __call__(self, transactional_id: str, producer: ProducerAppend,
+                       key: TopicPartition) -> tuple[ErrorCode, str]:
         """The produce answer to the batch, and why: NONE when the coordinator verified the partition, or added
-        it (`add`: the producer is on transaction version 2, and so is this broker)."""
-        add = add and self._leader_adds
+        it (the producer is on transaction version 2, whatever this broker's own transaction.version)."""
+        add = producer.leader_add
         request = AddPartitionsRequest(transactional_id, producer.producer_id, producer.producer_epoch,
                                        frozenset({key}), verify_only=not add, leader_add=add)
         started = time.perf_counter()

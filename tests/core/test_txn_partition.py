@@ -148,6 +148,18 @@ def test_a_transactional_batch_needs_the_coordinators_word_before_it_opens_a_tra
     assert not Partition(verify=False).states.needs_verification(unverified)
 
 
+def test_a_producer_on_transaction_version_2_has_its_partition_added_even_with_verification_off():
+    """Nobody but the leader adds its partition to the transaction, so the leader asks whatever
+    transaction.partition.verification.enable says; a batch not yet added is refused."""
+    p = Partition(verify=False)
+    unadded = ProducerAppend(A, 0, 0, 1, transactional=True, leader_add=True)
+    assert p.states.needs_verification(unadded)
+    assert p.states.check(unadded).error == ErrorCode.INVALID_TXN_STATE
+    p.states.verified(A, 0, 0)
+    assert not p.states.needs_verification(unadded)
+    assert p.states.check(unadded).error == ErrorCode.NONE
+
+
 def test_once_a_transaction_is_open_its_batches_need_no_more_verification():
     p = Partition()
     p.write(A, 0)

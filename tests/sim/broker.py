@@ -305,7 +305,7 @@ class BrokerNode:
             verification = self._verifications[asking] = _Verification(self._next_question, self.sim.now_ms)
             request = AddPartitionsRequest(message.transactional_id, producer.producer_id, producer.producer_epoch,
                                            frozenset({topic_partition(message.partition)}),
-                                           verify_only=not message.leader_add, leader_add=message.leader_add)
+                                           verify_only=not producer.leader_add, leader_add=producer.leader_add)
             question = VerifyTxn(verification.question_id, request, self.incarnation)
             self.sim.network.send(self.broker_id, TXN_COORDINATOR, question, self.sim.now_ms)
         verification.waiting.append((source, message))

@@ -85,7 +85,7 @@ class SimConfig:
         """A run of idempotent and transactional producers over a few partitions, read_committed consumers,
         and a network that also holds back some writes, markers and coordinator calls for seconds."""
         brokers = rng.randint(3, 4)
-        return cls(
+        config = cls(
             brokers=brokers,
             min_insync_replicas=rng.choice((1, 2, 2)),
             flush_interval_ms=tuple(rng.choice((0, 0, 100, 400)) for _ in range(brokers)),
@@ -106,6 +106,10 @@ class SimConfig:
             ),
             leader_adds=rng.random() < 0.5,
         )
+        if config.leader_adds and rng.random() < 0.5:
+            # Leaders add a version 2 producer's partitions whatever transaction.partition.verification.enable says.
+            config = replace(config, replica=replace(config.replica, transaction_partition_verification_enable=0))
+        return config
 
     @classmethod
     def random(cls, rng: Random) -> "SimConfig":

@@ -8,6 +8,8 @@ refusal of a marker of an ended transaction) show that the checkers catch
 what the rule prevents.
 """
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -153,11 +155,14 @@ def test_back_to_back_transactions_start_while_the_last_one_completes_without_a_
         assert shown(sim, partition) == [v for a in attempts for v in a.sent.get(partition, [])]
 
 
-def test_on_transactions_v2_the_leaders_add_the_partitions_and_the_producer_sends_no_add():
+@pytest.mark.parametrize("verification", [1, 0], ids=["verification on", "verification off"])
+def test_on_transactions_v2_the_leaders_add_the_partitions_and_the_producer_sends_no_add(verification):
     """KIP-890 part 2: the producer writes at once; each partition's leader adds its partition before it
-    appends the transaction's first batch there. The leaders of a transaction ask side by side, and while
-    the last transaction completes: the coordinator holds their adds and decides them together."""
-    sim = txn_cluster(leader_adds=True)
+    appends the transaction's first batch there, whatever transaction.partition.verification.enable says.
+    The leaders of a transaction ask side by side, and while the last transaction completes: the
+    coordinator holds their adds and decides them together."""
+    sim = txn_cluster(leader_adds=True, replica=replace(
+        SimConfig().replica, transaction_partition_verification_enable=verification))
     sent = {"producer adds": 0, "leader adds": 0}
     send = sim.network.send
 

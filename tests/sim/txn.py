@@ -176,13 +176,14 @@ class _Sequencer:
         batch.attempt = (self.address, self._next_attempt, ACKS_ALL, partition, batch.sequence)
         batch.sent_ms = sim.now_ms
         append = ProducerAppend(self.producer_id, self.producer_epoch, batch.sequence,
-                                batch.sequence + len(batch.payloads) - 1, transactional)
+                                batch.sequence + len(batch.payloads) - 1, transactional,
+                                leader_add=transactional and self.leader_adds)
         records = MemoryBatch(batch.payloads, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
                               base_sequence=batch.sequence, transactional=transactional)
         request = ProduceRequest(batch.attempt, (records,), len(batch.payloads), ACKS_ALL, REQUEST_TIMEOUT_MS,
                                  state.leader_epoch, append)
         sim.network.send(self.address, state.leader,
-                         Produce(request, partition, self.transactional_id, transactional and self.leader_adds),
+                         Produce(request, partition, self.transactional_id),
                          sim.now_ms)
 
     def answered(self, reply: ProduceReply) -> tuple[_Batch | None, ErrorCode]:

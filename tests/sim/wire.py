@@ -53,7 +53,6 @@ class Produce:
     request: ProduceRequest
     partition: int = 0
     transactional_id: str | None = None
-    leader_add: bool = False  # transactions v2: the leader adds the partition to the producer's transaction
 
 
 @dataclass(frozen=True)
