@@ -19,7 +19,7 @@ from replog.api.controller.v1 import controller_pb2_grpc
 from replog.api.coordinator.v1 import coordinator_pb2_grpc
 from replog.api.metadata.v1 import metadata_pb2_grpc
 from replog.client.errors import ClientError, ClientTimeoutError
-from replog.rpc import channels
+from replog.rpc import channels, event_loop
 from replog.rpc.request_stream import RequestStream
 
 T = TypeVar("T")
@@ -51,7 +51,10 @@ class IoThread:
     """An asyncio loop running on its own daemon thread until `stop()`."""
 
     def __init__(self, name: str) -> None:
-        self.loop = asyncio.new_event_loop()
+        try:
+            self.loop = event_loop.new_event_loop()
+        except event_loop.EventLoopError as error:
+            raise ClientError(str(error)) from None
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 

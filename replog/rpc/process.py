@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Callable, Sequence
 
 from replog import config as configuration
-from replog.rpc import channels, logs, server
+from replog.rpc import channels, event_loop, logs, server
 from replog.security.tls import service_client_security
 from replog.zk import session
 from replog.zk.store import StoreError
@@ -61,8 +60,8 @@ def main(
         return 2
     logs.configure(name, log_format, {f"{name}_id": config[f"{name}.id"]} if f"{name}.id" in config else {})
     try:
-        asyncio.run(server.serve(name, service, config[listener_setting], config))
-    except (StoreError, configuration.ConfigError) as error:
+        event_loop.run(server.serve(name, service, config[listener_setting], config))
+    except (StoreError, configuration.ConfigError, event_loop.EventLoopError) as error:
         # Problems found while starting (ZooKeeper unreachable, a log dir of another
         # cluster) are the operator's to fix: one sentence, no traceback.
         print(f"replog {name}: {error}", file=sys.stderr)
