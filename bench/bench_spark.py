@@ -14,6 +14,9 @@ and in one local[2] SparkSession times, `--runs` times each, median reported:
                         data source gets no column pruning) and parquet's select("value")
 - replog -> parquet:    the replog rows written to parquet on local disk
 - parquet -> parquet:   the parquet rows written again (Spark's own ceiling on this machine)
+- a slice:              `where partition = 0 AND offset >= N/8 AND offset < N/8 + N/100` (1 % of the rows),
+                        from replog with pushFilters=true (only that range is read), from replog without
+                        it (every row read, Spark drops the rest) and from parquet; median seconds
 - reader alone:         the tasks' reader (fetch from the leaders, decode into Arrow in C, Arrow's
                         IPC encoding as Spark's worker hands batches on) over every partition in
                         one thread of this process, without Spark
@@ -102,8 +105,10 @@ def read_alone(bootstrap: str, topic: str) -> int:
 
 
 def batch_figures(spark, bootstrap: str, topic: str, records: int, runs: int, scratch: str) -> dict:
-    def source(schema: str | None = None):
+    def source(schema: str | None = None, push_filters: bool = False):
         reader = spark.read.format("replog") if schema is None else spark.read.format("replog").schema(schema)
+        if push_filters:
+            reader = reader.option("pushFilters", "true")
         return reader.option("bootstrap", bootstrap).option("subscribe", topic).load()
 
     base = os.path.join(scratch, "rows.parquet")
@@ -129,6 +134,7 @@ def batch_figures(spark, bootstrap: str, topic: str, records: int, runs: int, sc
                                                   .parquet(out)))
     counts["reader_one_thread"] = [timed(lambda: read_alone(bootstrap, topic)) for _ in range(runs)]
     figures = {name: median_rate(records, seconds) for name, seconds in counts.items()}
+    figures["slice"] = slice_figures(spark, source, base, records, runs)
     figures["count_ratio"] = round(figures["replog_count"]["records_per_s"]
                                    / figures["parquet_count"]["records_per_s"], 3)
     figures["offset_count_ratio"] = round(figures["replog_offset_count"]["records_per_s"]
@@ -140,6 +146,28 @@ def batch_figures(spark, bootstrap: str, topic: str, records: int, runs: int, sc
     figures["write_ratio"] = round(figures["replog_to_parquet"]["records_per_s"]
                                    / figures["parquet_to_parquet"]["records_per_s"], 3)
     return figures
+
+
+def slice_figures(spark, source, base: str, records: int, runs: int) -> dict:
+    """1 % of the rows picked by a where on partition and offset: with the conditions taken over by the
+    read (pushFilters=true), without, and from parquet; median seconds and the rows found."""
+    first = records // 8
+    condition = f"partition = 0 AND offset >= {first} AND offset < {first + records // 100}"
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    try:
+        cases = {
+            "replog_pushed": lambda: source(push_filters=True).where(condition).count(),
+            "replog_not_pushed": lambda: source().where(condition).count(),
+            "parquet": lambda: spark.read.parquet(base).where(condition).count(),
+        }
+        found = {name: case() for name, case in cases.items()}
+        assert len(set(found.values())) == 1, found
+        seconds = {name: [timed(case) for _ in range(runs)] for name, case in cases.items()}
+    finally:
+        spark.conf.unset("spark.sql.python.filterPushdown.enabled")
+    figures = {name: round(statistics.median(values), 3) for name, values in seconds.items()}
+    return {"condition": condition, "rows": found["parquet"], "median_s": figures,
+            "pushed_over_not_pushed": round(figures["replog_not_pushed"] / figures["replog_pushed"], 1)}
 
 
 def streaming_figures(spark, bootstrap: str, topic: str, rate: int, trigger_s: float, duration_s: float,

@@ -37,7 +37,7 @@ SOURCE_OPTIONS = (
     "bootstrap", "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
     "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
     "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions", "failOnDataLoss",
-    "includeHeaders", "isolationLevel", "pollTimeoutMs", *SECURITY_OPTIONS,
+    "includeHeaders", "isolationLevel", "pollTimeoutMs", "pushFilters", *SECURITY_OPTIONS,
 )
 SINK_OPTIONS = ("bootstrap", "topic", "acks", "transactional", "transactionTimeoutMs", "includeHeaders",
                 *SECURITY_OPTIONS)
@@ -141,6 +141,7 @@ class SourceOptions:
     poll_timeout_ms: int = POLL_TIMEOUT_MS
     security: Security = Security()
     columns: tuple[str, ...] | None = None  # the columns a .schema(...) picked, in its order; None: all
+    push_filters: bool = False  # a batch read takes the query's conditions on topic, partition, offset, timestamp
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ def source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOpti
     bootstrap = _bootstrap(given)
     subscription = _subscription(given)
     if streaming:
-        for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
+        for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp", "pushFilters"):
             if name.lower() in given:
                 raise OptionError(f"{name} is for batch reads only; a streaming query reads on as records arrive")
     starting = _offset_spec(given, "starting", "latest" if streaming else "earliest", streaming=streaming)
@@ -188,6 +189,7 @@ def source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOpti
         isolation_level=_choice(given, "isolationLevel", ISOLATION_LEVELS, "read_uncommitted"),
         poll_timeout_ms=_positive_int(given, "pollTimeoutMs") or POLL_TIMEOUT_MS,
         security=_security(given),
+        push_filters=_boolean(given, "pushFilters", False),
     )
 
 

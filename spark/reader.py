@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, Filter, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
@@ -35,9 +35,11 @@ from replog.core.offset_ranges import (
     split_ranges,
     waiting_records,
 )
+from replog.core.row_conditions import Narrowing, narrowing
 from replog.core.topic_partition import TopicPartition
+from replog.spark.filters import condition_of
 from replog.spark.offsets import ClusterOffsets, offsets_from_json, offsets_to_json
-from replog.spark.options import OptionError, SourceOptions
+from replog.spark.options import OffsetSpec, OptionError, SourceOptions
 from replog.spark.partition_reader import DataLossError, PartitionReader, ReadSettings
 
 log = logging.getLogger("replog.spark")
@@ -79,22 +81,45 @@ class ReplogBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._cluster = ClusterOffsets(options)
+        self._narrowing = Narrowing()  # what the query's conditions leave to read (pushFilters=true)
 
     def partitions(self) -> list[RangePartition]:
+        narrowing = self._narrowing
         try:
             tps = self._cluster.partitions()
             starts = self._cluster.resolve(self.options.starting, tps, EARLIEST, "startingOffsets")
             ends = self._cluster.resolve(self.options.ending, tps, LATEST, "endingOffsets")
+            for tp in tps:
+                if self.options.starting.kind == "offsets" and self.options.ending.kind == "offsets" \
+                        and starts[tp] > ends[tp]:
+                    raise OptionError(f"startingOffsets for {tp} ({starts[tp]}) is after its endingOffsets "
+                                      f"({ends[tp]})")
+            kept = [tp for tp in tps if narrowing.keeps(tp)]
+            time_starts = None if narrowing.timestamp_from_ms is None else self._cluster.resolve(
+                OffsetSpec("timestamp", timestamp_ms=narrowing.timestamp_from_ms), kept, EARLIEST, "a timestamp filter")
         finally:
             self._cluster.close()
-        for tp in tps:
-            if self.options.starting.kind == "offsets" and self.options.ending.kind == "offsets" \
-                    and starts[tp] > ends[tp]:
-                raise OptionError(f"startingOffsets for {tp} ({starts[tp]}) is after its endingOffsets ({ends[tp]})")
+        starts, ends = narrowing.cut(starts, ends, time_starts)
         return plan(starts, ends, self.options.min_partitions)
 
     def read(self, partition: RangePartition) -> Iterator:
         return read_range(self.options, partition)
+
+
+class ReplogFilteringBatchReader(ReplogBatchReader):
+    """A batch read that takes over the query's conditions on topic, partition, offset and timestamp
+    (option pushFilters=true; Spark calls pushFilters only with spark.sql.python.filterPushdown.enabled,
+    and refuses a reader that has it otherwise, which is why it is a reader of its own)."""
+
+    def pushFilters(self, filters: list[Filter]) -> list[Filter]:
+        filters = list(filters)
+        taken = [(index, condition) for index, f in enumerate(filters) if (condition := condition_of(f)) is not None]
+        self._narrowing, left = narrowing([condition for _, condition in taken])
+        kept = {taken[position][0] for position in left}
+        kept.update(index for index in range(len(filters)) if index not in {i for i, _ in taken})
+        log.info("reading %s narrowed by the query to %s; Spark still checks %d of its %d filters",
+                 self.options.subscription, self._narrowing, len(kept), len(filters))
+        return [filters[index] for index in sorted(kept)]
 
 
 class ReplogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

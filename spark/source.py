@@ -18,7 +18,7 @@ from replog.spark.options import (
     source_options,
     wants_headers,
 )
-from replog.spark.reader import ReplogBatchReader, ReplogStreamReader
+from replog.spark.reader import ReplogBatchReader, ReplogFilteringBatchReader, ReplogStreamReader
 from replog.spark.writer import Columns, ReplogBatchWriter, ReplogStreamWriter, sink_columns
 
 log = logging.getLogger("replog.spark")
@@ -37,7 +37,7 @@ class ReplogDataSource(DataSource):
     def reader(self, schema: StructType) -> ReplogBatchReader:
         options = _with_columns(source_options(self.options, streaming=False), schema)
         log.info("reading %s from %s over %s", options.subscription, options.bootstrap, options.security)
-        return ReplogBatchReader(options)
+        return ReplogFilteringBatchReader(options) if options.push_filters else ReplogBatchReader(options)
 
     def streamReader(self, schema: StructType) -> ReplogStreamReader:
         options = _with_columns(source_options(self.options, streaming=True), schema)

@@ -1,14 +1,18 @@
 """Batch reads and writes through a real cluster, as a Spark user runs them (local[2])."""
 
+import datetime
 import json
 import time
 
 import pytest
+from pyspark.sql.functions import col, lit
 
 from replog.client import Producer
 from tests.spark.conftest import create_topic, produce, wait_until
 
 pytestmark = pytest.mark.slow
+
+PUSHDOWN = "spark.sql.python.filterPushdown.enabled"
 
 
 def replog(spark, bootstrap, **options):
@@ -91,6 +95,36 @@ def test_a_time_range_reads_the_records_written_within_it(spark, bootstrap, admi
     assert as_rows(df) == produced_rows(within, "timed")
     per_partition = json.dumps({"timed": {"0": start, "1": start}})
     assert replog(spark, bootstrap, subscribe="timed", startingOffsetsByTimestamp=per_partition).count() == 40
+
+
+@pytest.fixture
+def pushdown(spark):
+    """Spark hands a Python data source its filters only with this setting on."""
+    spark.conf.set(PUSHDOWN, "true")
+    yield
+    spark.conf.unset(PUSHDOWN)
+
+
+def test_pushed_filters_read_only_the_partitions_and_offsets_the_query_asks_for(spark, bootstrap, orders, pushdown):
+    df = replog(spark, bootstrap, subscribe="orders", pushFilters="true").where(
+        "partition = 1 and offset >= 10 and offset < 20")
+    assert df.rdd.getNumPartitions() == 1  # one range planned, of partition 1, where there are three partitions
+    assert as_rows(df) == [r for r in produced_rows(orders, "orders") if r[0] == 1 and 10 <= r[1] < 20]
+    listed = replog(spark, bootstrap, subscribe="orders", pushFilters="true").where("offset in (3, 7)")
+    assert as_rows(listed) == [r for r in produced_rows(orders, "orders") if r[1] in (3, 7)]
+
+
+def test_a_pushed_time_bound_starts_each_partition_at_that_time(spark, bootstrap, orders, pushdown):
+    times = sorted(m.timestamp for m, _, _ in orders)
+    since = times[len(times) // 2]
+    bound = datetime.datetime.fromtimestamp(since / 1000, tz=datetime.timezone.utc)
+    df = replog(spark, bootstrap, subscribe="orders", pushFilters="true").where(col("timestamp") >= lit(bound))
+    assert as_rows(df) == [r for r in produced_rows(orders, "orders") if r[4] >= since]
+
+
+def test_pushed_filters_without_sparks_setting_are_refused_naming_it(spark, bootstrap, orders):
+    with pytest.raises(Exception, match=PUSHDOWN.replace(".", r"\.")):
+        replog(spark, bootstrap, subscribe="orders", pushFilters="true").where("partition = 1").count()
 
 
 def test_a_pattern_subscription_and_headers(spark, bootstrap, admin):

@@ -80,6 +80,15 @@ def test_streams_refuse_ending_offsets():
         read(streaming=True, subscribe="t", endingOffsets="latest")
 
 
+def test_filters_are_pushed_only_when_asked_and_only_in_batch_reads():
+    assert not read(subscribe="t").push_filters
+    assert read(subscribe="t", pushFilters="true").push_filters
+    with pytest.raises(OptionError, match="pushFilters is for batch reads only"):
+        read(streaming=True, subscribe="t", pushFilters="true")
+    with pytest.raises(OptionError, match="pushFilters"):
+        read(subscribe="t", pushFilters="maybe")
+
+
 def test_sink_options():
     options = sink_options({**BOOTSTRAP, "topic": "out", "acks": "1"})
     assert (options.topic, options.acks, options.transactional) == ("out", 1, False)
