@@ -113,13 +113,13 @@ class ReplogFilteringBatchReader(ReplogBatchReader):
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:
         filters = list(filters)
-        taken = [(index, condition) for index, f in enumerate(filters) if (condition := condition_of(f)) is not None]
-        self._narrowing, left = narrowing([condition for _, condition in taken])
-        kept = {taken[position][0] for position in left}
-        kept.update(index for index in range(len(filters)) if index not in {i for i, _ in taken})
+        conditions = [condition_of(f) for f in filters]
+        usable = [index for index, condition in enumerate(conditions) if condition is not None]
+        self._narrowing, left = narrowing([conditions[index] for index in usable])
+        checked = {usable[position] for position in left} | {i for i, c in enumerate(conditions) if c is None}
         log.info("reading %s narrowed by the query to %s; Spark still checks %d of its %d filters",
-                 self.options.subscription, self._narrowing, len(kept), len(filters))
-        return [filters[index] for index in sorted(kept)]
+                 self.options.subscription, self._narrowing, len(checked), len(filters))
+        return [f for index, f in enumerate(filters) if index in checked]
 
 
 class ReplogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
