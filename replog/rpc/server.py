@@ -19,7 +19,7 @@ from grpc_reflection.v1alpha import reflection
 
 from replog.config import Config, HostPort
 from replog.core.errors import ErrorCode
-from replog.rpc import status, streams
+from replog.rpc import build_info, status, streams
 from replog.rpc.heap import freeze_heap
 from replog.rpc.request_metrics import REQUEST_DURATION, REQUESTS_FAILED
 from replog.security.authenticate import Authenticator
@@ -148,6 +148,7 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
         raise SystemExit(f"{name}: cannot listen on {address}: the port is in use or the address is not local.")
     health_server = await _start_health_server(health_servicer, listener.host, config["health.port"])
     metrics_port = start_metrics_endpoint(listener.host, config["metrics.port"], tls)
+    build_info.record(name)
     for watcher in (authorizer, quotas):  # the ACLs and quotas are in before the first request
         if watcher is not None:
             await watcher.start(config["zookeeper.connection.timeout.ms"] / 1000, config["zookeeper.connect"])

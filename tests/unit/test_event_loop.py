@@ -57,3 +57,18 @@ def test_a_service_with_a_bad_choice_stops_with_one_sentence(tmp_path):
     assert result.returncode != 0
     assert "REPLOG_EVENT_LOOP=trio is not an event loop" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_service_says_what_it_runs_in_replog_build_info():
+    import prometheus_client
+
+    from replog.rpc import build_info
+
+    async def record() -> None:
+        build_info.record("controller")
+
+    event_loop.run(record())
+    labels = next(sample.labels for metric in prometheus_client.REGISTRY.collect() for sample in metric.samples
+                  if sample.name == "replog_build_info")
+    assert labels["service"] == "controller" and labels["event_loop"] == "uvloop"
+    assert labels["version"] == build_info.version() != "unknown"

@@ -125,3 +125,11 @@ def _processes(board: Board) -> None:
     board.timeseries("Certificates: time left",
                      "Time until each process's TLS certificate (certificate) and CA certificates (ca) expire.",
                      [(left, "{{instance}} {{kind}}")], unit="s", width=18, height=4)
+    board.stat("Versions running",
+               "replog versions the processes run: 1 normally, 2 while a rolling upgrade is under way.",
+               f"count(count by (version) ({q('replog_build_info')}))",
+               steps=thresholds((None, "green"), (2, "orange")), width=6)
+    board.timeseries("Processes per version",
+                     "How many broker, controller and metadata processes run each replog version.",
+                     [(f"count by (version, service) ({q('replog_build_info')})", "{{version}} {{service}}")],
+                     width=18, height=4)
