@@ -104,6 +104,7 @@ demo: setup
 	$(REPLOG) dev status --data-dir $(DEMO_DIR)
 	$(PY) -m replog.dev.tour --data-dir $(DEMO_DIR)
 	@echo; echo "4. A topic replicated three ways, written with acks=all and read back:"
+	@$(REPLOG) topics delete demo --data-dir $(DEMO_DIR) >/dev/null 2>&1 || true  # an earlier run's
 	$(REPLOG) topics create demo --partitions 3 --replication-factor 3 --config min.insync.replicas=2 --if-not-exists --data-dir $(DEMO_DIR)
 	seq 1 5 | $(REPLOG) produce demo --acks all --report-offsets --data-dir $(DEMO_DIR)
 	$(REPLOG) consume demo --from-beginning --max-messages 5 --timeout-ms 10000 --print-offsets --data-dir $(DEMO_DIR)
