@@ -39,10 +39,11 @@ from replog.zk.records import LeaderAndIsr
 # -- a produce ----------------------------------------------------------------------------
 
 
-def producer_append(headers: Sequence[BatchHeader]) -> ProducerAppend | str | None:
+def producer_append(headers: Sequence[BatchHeader], transaction_version: int = 0) -> ProducerAppend | str | None:
     """The idempotent producer's part of a partition's batches: None when no producer id is set, a
     sentence saying why not when the batches do not fit the rules (one batch per partition, as
-    Kafka requires of an idempotent producer)."""
+    Kafka requires of an idempotent producer). A transactional batch of a Produce on transaction
+    version 2 asks its leader to add the partition (`leader_add`, KIP-890 part 2)."""
     if any(h.is_control for h in headers):
         return "control batches are written by the transaction coordinator's markers, never by a producer"
     with_producer = [h for h in headers if h.producer_id != NO_PRODUCER_ID]
@@ -59,7 +60,8 @@ def producer_append(headers: Sequence[BatchHeader]) -> ProducerAppend | str | No
         return (f"producer {header.producer_id} sent epoch {header.producer_epoch} and sequence "
                 f"{header.base_sequence}; neither may be negative")
     return ProducerAppend(header.producer_id, header.producer_epoch, header.base_sequence,
-                          last_sequence(header.base_sequence, header.last_offset_delta + 1), header.is_transactional)
+                          last_sequence(header.base_sequence, header.last_offset_delta + 1), header.is_transactional,
+                          leader_add=header.is_transactional and transaction_version >= 2)
 
 
 # -- a produce's answer ----------------------------------------------------------------------

@@ -107,12 +107,10 @@ def _append(
         fill_produce_partition(result, checked.error, checked.reason)
         return None
     record_count = sum(header.last_offset_delta + 1 for header in checked.headers)
-    producer = producer_append(checked.headers)
+    producer = producer_append(checked.headers, request.transaction_version)
     if isinstance(producer, str):
         fill_produce_partition(result, ErrorCode.INVALID_RECORD, producer)
         return None
-    if producer is not None and producer.transactional and request.transaction_version >= 2:
-        producer = replace(producer, leader_add=True)  # this leader adds the partition (KIP-890 part 2)
     produce = ProduceRequest(0, bytearray(records), record_count, request.acks, request.timeout_ms,
                              data.current_leader_epoch, producer)
     metrics.BYTES_IN.labels(key.topic).inc(len(records))

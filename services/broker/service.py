@@ -26,7 +26,7 @@ from replog.broker.producer_ids import ProducerIdManager
 from replog.broker.servicer import BrokerServicer
 from replog.broker.txn_coordinator import TransactionCoordinators
 from replog.broker.txn_markers import MarkerSender
-from replog.broker.txn_settings import TXN_SETTINGS, transaction_version, txn_config, txn_timers
+from replog.broker.txn_settings import TXN_SETTINGS, txn_config, txn_timers
 from replog.broker.txn_verification import TransactionVerifier
 from replog.config import Setting
 from replog.core.config import ReplicaConfig
@@ -138,7 +138,7 @@ class BrokerProcess:
         self._transactions = TransactionCoordinators(
             self._partitions, txn_config(config), txn_timers(config), self._producer_ids,
             MarkerSender(self.broker_id, self._partitions, self._channels))
-        self._transaction_version = transaction_version(config)
+        self._transaction_version: int = config["transaction.version"]  # what this coordinator tells producers
         self._partitions.verify_transaction = TransactionVerifier(self.broker_id, self._partitions,
                                                                   self._transactions, self._channels)
         self._partitions.marker_appended = self._groups.marker_appended

@@ -38,11 +38,6 @@ TXN_SETTINGS: tuple[Setting, ...] = (
 )
 
 
-def transaction_version(config: configuration.Config) -> int:
-    """The transaction protocol this broker's coordinator tells producers (transaction.version)."""
-    return config["transaction.version"]
-
-
 @dataclass(frozen=True)
 class TxnTimers:
     abort_timed_out_interval_ms: int = 10_000
