@@ -16,6 +16,9 @@ With `--write-log`, the leader and each follower also write what they take to a 
 own (`os.pwrite`, one call a batch or fetch answer, no fsync), as a broker's log does: the same
 pipeline with the page-cache writes of a log and nothing else of one.
 
+Every process runs on grpc's older transport and with the malloc settings of replog's processes
+(`replog/rpc/transport.py`, `replog/rpc/allocator.py`), so that the ceiling is the same machine's.
+
 Reports records/s and MB/s (MiB, as `replog bench produce` counts them) from the first timed
 batch sent to the last one answered, after a warm-up of a few batches.
 
@@ -35,9 +38,11 @@ import tempfile
 import time
 from collections import deque
 
+from replog.rpc.allocator import keep_freed_memory
 from replog.rpc.transport import choose_transport
 
 choose_transport()  # the transport replog's processes use, before grpc is imported
+keep_freed_memory()  # and their malloc settings: the same pages serve message after message
 
 import grpc  # noqa: E402
 from bench_grpc_echo import OPTIONS, free_port, identity, wait_for_port  # noqa: E402

@@ -24,6 +24,7 @@ from replog.cli import (
 )
 from replog.cli.bootstrap import user_message
 from replog.client.errors import ClientError
+from replog.rpc import allocator
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    allocator.keep_freed_memory()  # a client's messages are megabytes too (replog/rpc/allocator.py)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

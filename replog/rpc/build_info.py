@@ -2,8 +2,8 @@
 
 Kafka reports its version and commit per broker (app-info); Prometheus its own build as
 `prometheus_build_info`. During a rolling upgrade, `count by (version) (replog_build_info)` says how
-many processes run each version, and `event_loop` which loop a process chose
-(`replog/rpc/event_loop.py`).
+many processes run each version, `event_loop` which loop a process chose
+(`replog/rpc/event_loop.py`), and `malloc` whose malloc settings it runs with (`replog/rpc/allocator.py`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ import platform
 import grpc
 import prometheus_client
 
+from replog.rpc import allocator
+
 BUILD_INFO = prometheus_client.Info(
-    "replog_build", "What this process runs: its service, replog's version, Python's, grpcio's, and its event loop.")
+    "replog_build", "What this process runs: its service, replog's version, Python's, grpcio's, its event loop and "
+    "whose malloc settings.")
 
 
 def version() -> str:
@@ -30,4 +33,4 @@ def record(service: str) -> None:
     """Set the series for this process; call it on the running loop."""
     loop = type(asyncio.get_running_loop()).__module__.split(".", 1)[0]
     BUILD_INFO.info({"service": service, "version": version(), "python": platform.python_version(),
-                     "grpc": grpc.__version__, "event_loop": loop})
+                     "grpc": grpc.__version__, "event_loop": loop, "malloc": allocator.state()})

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from replog import config as configuration
-from replog.rpc import channels, event_loop, logs, server
+from replog.rpc import allocator, channels, event_loop, logs, server
 from replog.security.tls import service_client_security
 from replog.zk import session
 from replog.zk.store import StoreError
@@ -21,6 +21,7 @@ def main(
     listener_setting: str,
     argv: Sequence[str] | None = None,
 ) -> int:
+    kept = allocator.keep_freed_memory()  # before the first message's memory is asked for
     parser = argparse.ArgumentParser(
         prog=f"python -m replog.{name}",
         description=f"Run a replog {name}. Settings use Kafka's names; later sources win: "
@@ -59,6 +60,7 @@ def main(
         print(f"replog {name}: {logs.FORMAT_ENV}={log_format} is not a log format; use text or json", file=sys.stderr)
         return 2
     logs.configure(name, log_format, {f"{name}_id": config[f"{name}.id"]} if f"{name}.id" in config else {})
+    allocator.log.info("%s", allocator.describe(kept))
     try:
         event_loop.run(server.serve(name, service, config[listener_setting], config))
     except (StoreError, configuration.ConfigError, event_loop.EventLoopError) as error:

@@ -132,3 +132,15 @@ def test_every_documented_metric_is_served(cluster):
         assert names, f"docs/METRICS.md has no table under {section!r}"
         missing = [name for name in names if name not in served and name.removesuffix("_total") not in served]
         assert missing == [], f"{section}: documented but not served: {missing}"
+
+
+def test_services_keep_freed_memory_for_their_next_messages(cluster):
+    """Every service runs with replog's malloc settings (replog/rpc/allocator.py) and says so."""
+    from replog.rpc import allocator
+
+    for kind, member in (("broker", 1), ("metadata", 1)):
+        with urllib.request.urlopen(f"http://{cluster.metrics_address(kind, member)}/metrics", timeout=5) as answer:
+            text = answer.read().decode()
+        (line,) = [line for line in text.splitlines() if line.startswith("replog_build_info{")]
+        assert 'malloc="replog"' in line, line
+    assert allocator.describe(allocator.KEPT) in cluster.log_text("broker", 1)
