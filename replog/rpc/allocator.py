@@ -6,12 +6,12 @@ back to the system once more than a few megabytes sit free at the top of its hea
 threshold follows the largest block freed so far. The next message's memory is then new to the
 process, and every 4 KiB page of it faults in again. On the 2-core test machine that made a
 page of a broker's traffic cost more than copying it: a broker spent half of its CPU serving a
-Spark read on such faults, and acks=all produce ran 15-20 % faster without them
+Spark read on such faults, and acks=all produce ran a quarter faster without them
 (docs/BENCHMARKS.md, "Freed memory kept for reuse").
 
 At start, every replog service, the `replog` command and a Spark task's reader ask glibc to
-serve blocks up to HEAP_BLOCK_MAX_BYTES from the heap (M_MMAP_THRESHOLD: larger ones still get a
-mapping of their own) and to keep up to KEEP_FREED_BYTES free at its top (M_TRIM_THRESHOLD). A
+serve blocks up to HEAP_BLOCK_BYTES_MAX from the heap (M_MMAP_THRESHOLD: larger ones still get a
+mapping of their own) and to keep up to FREED_KEPT_BYTES_MAX free at its top (M_TRIM_THRESHOLD). A
 process's memory then stays near its peak rather than going up and down with every message.
 
 An operator who sets glibc's own variables (MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_,
@@ -29,8 +29,8 @@ from collections.abc import Mapping
 
 log = logging.getLogger("replog.allocator")
 
-HEAP_BLOCK_MAX_BYTES = 32 << 20  # glibc's largest allowed M_MMAP_THRESHOLD on 64-bit systems
-KEEP_FREED_BYTES = 128 << 20
+HEAP_BLOCK_BYTES_MAX = 32 << 20  # glibc's largest allowed M_MMAP_THRESHOLD on 64-bit systems
+FREED_KEPT_BYTES_MAX = 128 << 20
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
 OPERATOR_VARIABLES = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_")
 
@@ -55,7 +55,8 @@ def keep_freed_memory() -> str:
         _done = choice(os.environ, platform.libc_ver()[0])
         if _done == KEPT:
             mallopt = ctypes.CDLL(None).mallopt
-            if not (mallopt(M_MMAP_THRESHOLD, HEAP_BLOCK_MAX_BYTES) and mallopt(M_TRIM_THRESHOLD, KEEP_FREED_BYTES)):
+            kept = mallopt(M_MMAP_THRESHOLD, HEAP_BLOCK_BYTES_MAX) and mallopt(M_TRIM_THRESHOLD, FREED_KEPT_BYTES_MAX)
+            if not kept:
                 _done = SYSTEM  # refused: the library's own settings stay
     return _done
 
@@ -67,8 +68,8 @@ def state() -> str:
 
 def describe(done: str) -> str:
     if done == KEPT:
-        return (f"malloc keeps up to {KEEP_FREED_BYTES >> 20} MiB freed for reuse and serves blocks up to "
-                f"{HEAP_BLOCK_MAX_BYTES >> 20} MiB from its heap")
+        return (f"malloc keeps up to {FREED_KEPT_BYTES_MAX >> 20} MiB freed for reuse and serves blocks up to "
+                f"{HEAP_BLOCK_BYTES_MAX >> 20} MiB from its heap")
     if done == ENVIRONMENT:
         return "malloc runs with the settings of the environment (MALLOC_*_ or GLIBC_TUNABLES)"
     return "malloc runs with the C library's own settings"
