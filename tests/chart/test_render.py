@@ -42,6 +42,9 @@ VALUE_SETS = {
                                        "metadata": {"autoscaling": {"enabled": True}}},
     "closed network": {"networkPolicy": {"allowExternal": False}},
     "mTLS, ACLs and ZooKeeper credentials": SECURE,
+    "extra environment": {"broker": {"env": [{"name": "GLIBC_TUNABLES", "value": "glibc.malloc.perturb=0"}]},
+                          "controller": {"env": [{"name": "REPLOG_EVENT_LOOP", "value": "asyncio"}]},
+                          "metadata": {"env": [{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]}},
 }
 
 
@@ -266,10 +269,38 @@ REFUSALS = {
     "an even ZooKeeper ensemble": ({"zookeeper": {"replicas": 2}}, ["/zookeeper/replicas"]),
     "a setting the chart owns": ({"brokers": [{"id": 1, "config": {"log.dirs": "/data"}}]},
                                  ["brokers[id=1].config: log.dirs is set by the chart (from the broker's volume)"]),
+    "a variable the chart sets, in broker.env": (
+        {"broker": {"env": [{"name": "REPLOG_LISTENERS", "value": "0.0.0.0:1"}]}},
+        ["broker.env: REPLOG_LISTENERS is set by the chart; give replog's settings under config"]),
+    "a variable set from config, in a broker's env": (
+        {"brokers": [{"id": 1, "config": {"log.retention.ms": "1000"},
+                      "env": [{"name": "REPLOG_LOG_RETENTION_MS", "value": "2000"}]}]},
+        ["brokers[id=1].env: REPLOG_LOG_RETENTION_MS is set by the chart"]),
+    "the pod's address, in controller.env": (
+        {"controller": {"env": [{"name": "POD_IP", "value": "10.0.0.1"}]}},
+        ["controller.env: POD_IP is set by the chart; remove it from controller.env"]),
+    "an env entry without a name": ({"metadata": {"env": [{"value": "x"}]}}, ["/metadata/env/0", "name"]),
     "TLS without a Secret": ({"tls": {"enabled": True}}, ["tls.enabled: name the Secret", "tls.certManager"]),
     "cert-manager without an issuer": ({"tls": {"enabled": True, "certManager": {"enabled": True}}},
                                        ["tls.certManager.issuerRef.name"]),
 }
+
+
+def test_env_adds_variables_to_each_services_containers_and_a_brokers_own_replaces_the_default():
+    glibc_defaults = {"name": "GLIBC_TUNABLES", "value": "glibc.malloc.perturb=0"}
+    objects = render({"broker": {"env": [glibc_defaults]},
+                      "brokers": [{"id": 1}, {"id": 2, "env": [{"name": "REPLOG_EVENT_LOOP", "value": "asyncio"}]}],
+                      "controller": {"env": [{"name": "GRPC_VERBOSITY", "value": "debug"}]},
+                      "metadata": {"env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]}})
+    first, second = (container(named(objects, "StatefulSet", f"replog-broker-{i}")) for i in (1, 2))
+    assert env(first)["GLIBC_TUNABLES"] == "glibc.malloc.perturb=0"
+    assert first["env"][-1] == glibc_defaults  # after the chart's own
+    assert env(first)["REPLOG_BROKER_ID"] == "1"
+    assert env(second)["REPLOG_EVENT_LOOP"] == "asyncio" and "GLIBC_TUNABLES" not in env(second)
+    assert env(container(named(objects, "Deployment", "replog-controller")))["GRPC_VERBOSITY"] == "debug"
+    metadata = container(named(objects, "Deployment", "replog-metadata"))
+    assert metadata["env"][-1]["valueFrom"] == {"secretKeyRef": {"name": "s", "key": "k"}}
+    assert env(metadata)["REPLOG_LISTENERS"] == "0.0.0.0:9094"
 
 
 def test_under_tls_every_pod_mounts_the_secret_and_probes_a_plaintext_health_port():

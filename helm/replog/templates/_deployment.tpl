@@ -1,4 +1,21 @@
 {{/*
+A stateless service container's own environment: ZooKeeper, the metrics port, the component's
+entries, security and settings. (dict "root" $ "values" .Values.controller "env" (list of env entries))
+*/}}
+{{- define "replog.serviceEnv" -}}
+{{- $root := .root -}}
+- name: REPLOG_ZOOKEEPER_CONNECT
+  value: {{ include "replog.zookeeperConnect" $root | quote }}
+- name: REPLOG_METRICS_PORT
+  value: {{ $root.Values.metrics.port | quote }}
+{{- with .env }}
+{{ toYaml . }}
+{{- end }}
+{{- include "replog.securityEnv" $root | nindent 0 }}
+{{- include "replog.settingsEnv" (merge (dict) (default dict .values.config) (default dict $root.Values.config)) | nindent 0 }}
+{{- end -}}
+
+{{/*
 A Deployment of one stateless replog service, for the controller and the metadata service:
 (dict "root" $ "component" "controller" "values" .Values.controller "command" (list ...) "args" (list ...)
       "env" (list of env entries) "replicas" N "grpcService" "the gRPC service the probes ask for")
@@ -63,15 +80,9 @@ spec:
           args: {{ toJson . }}
           {{- end }}
           env:
-            - name: REPLOG_ZOOKEEPER_CONNECT
-              value: {{ include "replog.zookeeperConnect" $root | quote }}
-            - name: REPLOG_METRICS_PORT
-              value: {{ $root.Values.metrics.port | quote }}
-            {{- with .env }}
-            {{- toYaml . | nindent 12 }}
-            {{- end }}
-            {{- include "replog.securityEnv" $root | nindent 12 }}
-            {{- include "replog.settingsEnv" (merge (dict) (default dict $v.config) (default dict $root.Values.config)) | nindent 12 }}
+            {{- $ownEnv := include "replog.serviceEnv" (dict "root" $root "values" $v "env" .env) }}
+            {{- $ownEnv | nindent 12 }}
+            {{- include "replog.extraEnv" (dict "where" (printf "%s.env" .component) "env" $v.env "own" $ownEnv) | nindent 12 }}
           ports:
             - {name: grpc, containerPort: {{ $v.port }}, protocol: TCP}
             - {name: metrics, containerPort: {{ $root.Values.metrics.port }}, protocol: TCP}

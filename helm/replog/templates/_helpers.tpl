@@ -81,6 +81,57 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end -}}
 
+{{/*
+A broker container's own environment: its id, addresses, log directory, rack, security and settings.
+(dict "root" $ "entry" (its brokers[] entry) "broker" (the entry over broker:) "name" (its StatefulSet) "service" (the headless Service))
+*/}}
+{{- define "replog.brokerEnv" -}}
+{{- $root := .root -}}
+{{- $b := .broker -}}
+- name: REPLOG_BROKER_ID
+  value: {{ .entry.id | quote }}
+- name: REPLOG_ZOOKEEPER_CONNECT
+  value: {{ include "replog.zookeeperConnect" $root | quote }}
+- name: REPLOG_LISTENERS
+  value: "0.0.0.0:{{ $b.port }}"
+- name: REPLOG_ADVERTISED_LISTENERS
+  value: "{{ .name }}-0.{{ .service }}.{{ $root.Release.Namespace }}.svc.{{ $root.Values.clusterDomain }}:{{ $b.port }}"
+- name: REPLOG_METRICS_PORT
+  value: {{ $root.Values.metrics.port | quote }}
+- name: REPLOG_LOG_DIRS
+  value: /var/lib/replog/data
+{{- with $b.rack }}
+- name: REPLOG_BROKER_RACK
+  value: {{ . | quote }}
+{{- end }}
+{{- include "replog.securityEnv" $root | nindent 0 }}
+{{- include "replog.settingsEnv" (merge (dict) (default dict $b.config) (default dict $root.Values.config)) | nindent 0 }}
+{{- end -}}
+
+{{/*
+The environment variables a values file adds to a container (`env:`: Kubernetes EnvVar entries),
+after the chart's own (`own`, their YAML). A name the chart sets already is refused: Kubernetes
+would keep one of the two without a word.
+(dict "where" "broker.env" "env" (the entries) "own" (the chart's entries, as YAML))
+*/}}
+{{- define "replog.extraEnv" -}}
+{{- $own := list -}}
+{{- range (.own | fromYamlArray) -}}
+{{- $own = append $own .name -}}
+{{- end -}}
+{{- range .env -}}
+{{- if has .name $own -}}
+{{- if hasPrefix "REPLOG_" .name -}}
+{{- fail (printf "%s: %s is set by the chart; give replog's settings under config, with Kafka's names (e.g. log.retention.ms), and remove it from %s" $.where .name $.where) -}}
+{{- end -}}
+{{- fail (printf "%s: %s is set by the chart; remove it from %s" $.where .name $.where) -}}
+{{- end -}}
+{{- end -}}
+{{- with .env }}
+{{ toYaml . }}
+{{- end -}}
+{{- end -}}
+
 {{/* What every replog container shares: image, security, the writable /tmp. */}}
 {{- define "replog.containerBasics" -}}
 image: {{ include "replog.image" . }}
