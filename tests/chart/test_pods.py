@@ -33,6 +33,8 @@ VALUES = {
               "pullPolicy": "Never"},
     "zookeeper": {"image": {"repository": images.ZOOKEEPER_IMAGE.rsplit(":", 1)[0],
                             "tag": images.ZOOKEEPER_IMAGE.rsplit(":", 1)[1], "pullPolicy": "Never"}},
+    # One broker's own env: asyncio's event loop instead of uvloop's (its build info says which).
+    "brokers": [{"id": 1}, {"id": 2}, {"id": 3, "env": [{"name": "REPLOG_EVENT_LOOP", "value": "asyncio"}]}],
 }
 CLIENT = "replog-client"
 TESTS_MOUNT = "/opt/replog-tests"
@@ -154,6 +156,24 @@ def test_the_image_runs_as_a_non_root_user_on_a_read_only_root_with_the_compiled
     print(f"image {images.IMAGE}: {size_mb:.0f} MB; images ready in {cluster.build_s:.0f} s; every replog pod "
           f"serving {cluster.start_s:.0f} s after that")
     assert size_mb < 400
+
+
+BUILD_INFO_SCRIPT = """\
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://{sys.argv[1]}/metrics", timeout=5).read().decode()
+print(next(line for line in text.splitlines() if line.startswith("replog_build_info{")))
+"""
+
+
+def test_a_brokers_own_env_reaches_its_process_and_every_broker_keeps_freed_memory(cluster):
+    loops = {}
+    for pod in cluster.deployment.of_component("broker"):
+        settings = env(pod.manifest["spec"]["containers"][0])
+        address = f"{pod.ip}:{settings['REPLOG_METRICS_PORT']}"
+        line = in_client(cluster, "python", "-c", BUILD_INFO_SCRIPT, address).stdout
+        assert 'malloc="replog"' in line, line
+        loops[settings["REPLOG_BROKER_ID"]] = line.split('event_loop="', 1)[1].split('"', 1)[0]
+    assert loops == {"1": "uvloop", "2": "uvloop", "3": "asyncio"}
 
 
 def test_the_helm_test_pod_produces_and_consumes_through_the_metadata_service(cluster):
