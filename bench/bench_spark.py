@@ -84,7 +84,10 @@ def read_alone(bootstrap: str, topic: str) -> int:
 
     from replog.client import Consumer
     from replog.core.topic_partition import TopicPartition
+    from replog.rpc import allocator
     from replog.spark.partition_reader import PartitionReader, ReadSettings
+
+    allocator.keep_freed_memory()  # as a task's process does (replog.spark.reader.read_range)
 
     with Admin(bootstrap) as admin:
         (description,) = admin.describe_topics([topic])

@@ -34,7 +34,6 @@ from replog.client.retry import STALE_METADATA, backoff_ms, error_code_for_statu
 from replog.core.errors import ErrorCode
 from replog.core.offset_ranges import LostRange, lost_below_start, lost_past_end
 from replog.core.topic_partition import TopicPartition
-from replog.rpc import allocator
 from replog.rpc.channels import ClientSecurity
 from replog.rpc.request_stream import StreamError
 from replog.spark.arrow import ColumnBuilder, checked_headers, visible_batches
@@ -80,7 +79,6 @@ class PartitionReader:
     """Reads ranges of partitions from their leaders; one per task (it owns an I/O thread)."""
 
     def __init__(self, bootstrap: str, settings: ReadSettings, security: ClientSecurity | None = None) -> None:
-        allocator.keep_freed_memory()  # fetch answers of up to 16 MiB, one after another
         self._settings = settings
         self._io = IoThread("replog-spark-fetch")
         self._channels = Channels(security)

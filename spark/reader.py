@@ -37,6 +37,7 @@ from replog.core.offset_ranges import (
 )
 from replog.core.row_conditions import Narrowing, narrowing
 from replog.core.topic_partition import TopicPartition
+from replog.rpc import allocator
 from replog.spark.filters import condition_of
 from replog.spark.offsets import ClusterOffsets, offsets_from_json, offsets_to_json
 from replog.spark.options import OffsetSpec, OptionError, SourceOptions
@@ -63,6 +64,7 @@ def plan(starts: dict[TopicPartition, int], ends: dict[TopicPartition, int],
 
 def read_range(options: SourceOptions, partition: RangePartition) -> Iterator:
     """The task's side, shared by batch and streaming reads: Arrow batches of one range."""
+    allocator.keep_freed_memory()  # the task's process: fetch answers of up to 16 MiB, one after another
     reader = PartitionReader(options.bootstrap, ReadSettings(
         isolation_level=options.isolation_level, include_headers=options.include_headers,
         fail_on_data_loss=options.fail_on_data_loss, poll_timeout_ms=options.poll_timeout_ms),
