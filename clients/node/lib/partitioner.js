@@ -63,6 +63,11 @@ class StickyPartitioner {
     return current;
   }
 
+  /** The bytes the sticky partition of `topic` takes before the partitioner moves on (1 or more). */
+  remainingBytes(topic) {
+    return this.switchBytes - (this.produced.get(topic) ?? 0);
+  }
+
   /** sizeBytes went to the sticky partition; once switchBytes have, move on to another. */
   record(topic, partitionCount, sizeBytes, available) {
     let produced = (this.produced.get(topic) ?? 0) + sizeBytes;

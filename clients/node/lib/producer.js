@@ -261,15 +261,40 @@ class Producer {
   _sendManyTo(topic, values, partition, partitions) {
     const handle = { remaining: 0, count: values.length, failed: false, resolve: null, reject: null };
     const done = new Promise((resolve, reject) => Object.assign(handle, { resolve, reject }));
+    const sticky = partition === undefined || partition === null;
+    const limit = this.config.batchSizeBytes;
     let last = null;
+    let i = 0;
     try {
-      for (const value of values) {
-        const batch = this._appendTo(topic, this._place(topic, null, partition, partitions), partitions,
-          { key: null, value }, partition === undefined);
+      // A run of values at a time into one partition's open batch: as many as fit it, and for the
+      // sticky partitioner no more than its partition's share (what send() would do one by one).
+      while (i < values.length) {
+        const queue = this._queue(topic, this._place(topic, null, partition, partitions));
+        if (queue.open === null) this._open(queue);
+        const batch = queue.open;
+        const next = this._appendValues(queue, values, i, limit, sticky ? this.partitioner.remainingBytes(topic) : Infinity);
+        if (next === i) {
+          // The next value does not fit the open batch: it starts the next one.
+          this._seal(queue);
+          this._drainSoon();
+          continue;
+        }
+        const appended = next - i;
+        i = next;
+        if (this.txn && batch.builder.count === appended && this.txn.notePartition(queue.key)) this._drainSoon();
+        if (sticky) {
+          this.partitioner.record(topic, partitions.size, batch.builder.lastAppendedBytes, availablePartitions(partitions));
+        }
+        this.pendingRecords += appended;
+        this.stats.records += appended;
         if (batch !== last) {
           batch.listeners.push(handle);
           handle.remaining++;
           last = batch;
+        }
+        if (batch.builder.sizeBytes >= limit) {
+          this._seal(queue);
+          this._drainSoon();
         }
       }
     } catch (error) {
@@ -279,6 +304,16 @@ class Producer {
     }
     if (handle.remaining === 0) handle.resolve(0);
     return done;
+  }
+
+  /** builder.appendValues into the queue's open batch, its errors said as send()'s are. */
+  _appendValues(queue, values, from, limitBytes, budgetBytes) {
+    try {
+      return queue.open.builder.appendValues(values, from, limitBytes, budgetBytes);
+    } catch (error) {
+      if (queue.open.builder.count === 0) queue.open = null;
+      throw new ReplogError(`the record cannot be encoded: ${error.message}`, 'INVALID_RECORD');
+    }
   }
 
   _place(topic, key, partition, partitions) {
@@ -306,9 +341,7 @@ class Producer {
           this._seal(queue);
           this._drainSoon();
         }
-        const now = Date.now();
-        queue.open = new Batch(now, this.config.deliveryTimeoutMs);
-        this._wakeAt(now + this.config.lingerMs);
+        this._open(queue);
         size = queue.open.builder.append(entry);
       }
     } catch (error) {
@@ -326,6 +359,13 @@ class Producer {
       this._drainSoon();
     }
     return batch;
+  }
+
+  /** A new open batch for the queue, sent at the latest lingerMs from now. */
+  _open(queue) {
+    const now = Date.now();
+    queue.open = new Batch(now, this.config.deliveryTimeoutMs);
+    this._wakeAt(now + this.config.lingerMs);
   }
 
   _queue(topic, partition) {

@@ -196,6 +196,54 @@ class BatchBuilder {
     return size;
   }
 
+  /**
+   * Append values[from], values[from + 1], ... as records without key or headers at the batch's base
+   * timestamp (what `append` makes of {value}), without an object per record: the bulk path of the
+   * producer's sendMany. Stops before a record that would take a batch holding records past
+   * `limitBytes`, and after the record that brings what this call appended to `budgetBytes` (the
+   * sticky partitioner's share). Returns the index of the first value not appended;
+   * `lastAppendedBytes` is what the call appended. A value that is not a Buffer, a string or null
+   * ends the call before it; it throws only when it is the first.
+   */
+  appendValues(values, from, limitBytes = Infinity, budgetBytes = Infinity) {
+    let i = from;
+    let pos = this.pos;
+    let count = this.count;
+    let appended = 0;
+    while (i < values.length && appended < budgetBytes) {
+      let value = values[i];
+      if (typeof value === 'string') value = Buffer.from(value, 'utf8');
+      else if (!(value instanceof Uint8Array) && value !== null && value !== undefined) {
+        if (i === from) asBytes(value, 'value'); // throws, saying what the value is
+        break;
+      }
+      const valueSize = value === null || value === undefined ? 1 : varintSize(value.length) + value.length;
+      // attributes, timestamp delta 0, offset delta, key null, value, header count 0
+      const body = 4 + varintSize(count) + valueSize;
+      const size = varintSize(body) + body;
+      if (count > 0 && pos + size > limitBytes) break;
+      if (pos + size > this.buf.length) {
+        this.pos = pos;
+        this._reserve(size);
+      }
+      const buf = this.buf;
+      pos = writeVarint(buf, pos, body);
+      buf[pos++] = 0; // attributes
+      buf[pos++] = 0; // timestamp delta: zigzag 0
+      pos = writeVarint(buf, pos, count);
+      buf[pos++] = 1; // key length -1 (null), zigzagged
+      pos = writeBytes(buf, pos, value ?? null);
+      buf[pos++] = 0; // no headers
+      count++;
+      appended += size;
+      i++;
+    }
+    this.pos = pos;
+    this.count = count;
+    this.lastAppendedBytes = appended;
+    return i;
+  }
+
   _reserve(size) {
     if (this.pos + size <= this.buf.length) return;
     // Four times larger each time: a batch filled up to ~1 MiB from 16 KiB is copied three times, not six.

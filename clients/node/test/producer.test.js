@@ -4,6 +4,7 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const { Producer } = require('../lib');
+const { decodeBatches } = require('../lib/records');
 
 const TOPIC = 'orders';
 const BASE_SEQUENCE_AT = 53; // RecordBatch v2: the base sequence's byte offset in the header
@@ -151,4 +152,64 @@ test('more than five batches in flight are refused for an idempotent producer', 
       (error) => error.error === 'INVALID_CONFIG' && /maxRequestsPerLeader must be a whole number from 1 to 5/.test(error.message));
   }
   assert.strictEqual(new Producer('127.0.0.1:1', { acks: 1, maxRequestsPerLeader: 10 }).inFlightPerPartition, 1);
+});
+
+/** A producer on `partitions` partitions all led by broker 1, whose ProduceStream answers every request at once. */
+function answering(partitions, options) {
+  const producer = new Producer('127.0.0.1:1', { lingerMs: 0, retryBackoffMs: 1, logger: { debug() {}, info() {}, warn() {}, error() {} },
+    ...options });
+  producer.cluster.brokers.set(1, '127.0.0.1:1');
+  producer.cluster.topics.set(TOPIC, { error: 'NONE',
+    partitions: new Map(Array.from({ length: partitions }, (_, p) => [p, { leader: 1, leaderEpoch: 0 }])) });
+  producer.producerId = 42;
+  producer.producerEpoch = 0;
+  const written = []; // [partition, values of one batch]
+  const next = new Map(); // partition -> next offset
+  producer.cluster.produceStream = () => ({
+    async request({ request }) {
+      const answers = request.topics[0].partitions.map(({ partition, records }) => {
+        const [batch] = decodeBatches(records);
+        written.push([partition, batch.records.map((r) => r.value.toString())]);
+        const base = next.get(partition) ?? 0;
+        next.set(partition, base + batch.records.length);
+        return { partition, error_code: 'ERROR_CODE_NONE', error_message: '', base_offset: base };
+      });
+      return { response: { node_endpoints: [], topics: [{ topic: TOPIC, partitions: answers }] } };
+    },
+  });
+  return { producer, written };
+}
+
+test('sendMany fills the sticky partition batch by batch, moving on after each, and delivers every value once in order', async () => {
+  const { producer, written } = answering(3, { batchSizeBytes: 1000 });
+  const values = Array.from({ length: 500 }, (_, i) => `v${i}`.padEnd(40, '.'));
+  assert.strictEqual(await producer.sendMany(TOPIC, values), 500);
+  await producer.flush();
+  const partitionOf = new Map();
+  for (const [partition, batch] of written) for (const value of batch) partitionOf.set(value, partition);
+  assert.deepStrictEqual([...partitionOf.keys()].sort(), [...values].sort(), 'every value once');
+  for (const p of [0, 1, 2]) {
+    const sent = written.filter(([partition]) => partition === p).flatMap(([, batch]) => batch);
+    assert.deepStrictEqual(sent, values.filter((v) => partitionOf.get(v) === p), `partition ${p} in the order given`);
+  }
+  assert.ok(written.every(([, batch]) => batch.length >= 1 && batch.length <= 19), 'no batch past 1,000 bytes: 19 records of 47 bytes and the header');
+  // The sticky partitioner moves on once a run reaches 1,000 bytes of records: 22 of 47 bytes.
+  const runs = [];
+  for (const value of values) {
+    const partition = partitionOf.get(value);
+    if (runs.length === 0 || runs[runs.length - 1].partition !== partition) runs.push({ partition, length: 0 });
+    runs[runs.length - 1].length++;
+  }
+  assert.deepStrictEqual(runs.map((r) => r.length), [...Array(22).fill(22), 16]);
+  assert.strictEqual(producer.metrics().records, 500);
+  await producer.close();
+});
+
+test('sendMany with a value that is not bytes sends the values before it and fails as a whole', async () => {
+  const { producer, written } = answering(1, { batchSizeBytes: 1000 });
+  await assert.rejects(producer.sendMany(TOPIC, ['a', 'b', { not: 'bytes' }, 'd']),
+    (error) => error.error === 'INVALID_RECORD' && /value must be a Buffer, a string or null, not object/.test(error.message));
+  await producer.flush();
+  assert.deepStrictEqual(written.flatMap(([, batch]) => batch), ['a', 'b']);
+  await producer.close();
 });
