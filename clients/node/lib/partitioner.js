@@ -65,7 +65,7 @@ class StickyPartitioner {
 
   /** The bytes the sticky partition of `topic` takes before the partitioner moves on (1 or more). */
   remainingBytes(topic) {
-    return this.switchBytes - (this.produced.get(topic) ?? 0);
+    return Math.max(1, this.switchBytes - (this.produced.get(topic) ?? 0));
   }
 
   /** sizeBytes went to the sticky partition; once switchBytes have, move on to another. */

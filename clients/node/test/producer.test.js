@@ -213,3 +213,10 @@ test('sendMany with a value that is not bytes sends the values before it and fai
   assert.deepStrictEqual(written.flatMap(([, batch]) => batch), ['a', 'b']);
   await producer.close();
 });
+
+test('sendMany with batchSizeBytes 0 sends a batch per value and ends', async () => {
+  const { producer, written } = answering(2, { batchSizeBytes: 0 });
+  assert.strictEqual(await producer.sendMany(TOPIC, ['a', 'b', 'c', 'd']), 4);
+  assert.deepStrictEqual(written.map(([, batch]) => batch.length), [1, 1, 1, 1]);
+  await producer.close();
+});
