@@ -10,8 +10,10 @@ from 256 to 163 µs, and each side's CPU for it from 175 to 115 µs
 hops before a consumer has it.
 
 grpc reads the choice from `GRPC_EXPERIMENTS` once, when it is imported, so the
-entry points (the services' `__main__`, the CLI) call `choose_transport()` first.
-A value the operator set wins; `GRPC_EXPERIMENTS=` (empty) gives grpc's default.
+entry points (the services' `__main__`, the CLI and the Spark jobs through it) call
+`choose_transport()` first. A value the operator set wins; `GRPC_EXPERIMENTS=` (empty)
+gives grpc's default. The same entry points, `replog.spark` and the test suite keep
+grpc's fork handlers off (`keep_grpc_out_of_forks`).
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ FORK_SUPPORT_ENV = "GRPC_ENABLE_FORK_SUPPORT"
 
 
 def choose_transport() -> None:
-    """Ask grpc for its older Posix transport unless the environment names experiments already.
-    Changes nothing once grpc is imported: it has read the variable by then."""
+    """Ask grpc for its older Posix transport unless the environment names experiments already,
+    and keep grpc out of forked children (keep_grpc_out_of_forks). Changes nothing once grpc is
+    imported: it has read the variables by then."""
     if "grpc" not in sys.modules:
         os.environ.setdefault(EXPERIMENTS_ENV, OLDER_POSIX_TRANSPORT)
+        keep_grpc_out_of_forks()
 
 
 def keep_grpc_out_of_forks() -> None:
