@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import ssl
+import sys
 import threading
 import time
 import wsgiref.simple_server
@@ -97,13 +99,27 @@ def start_metrics_endpoint(host: str, port: int, tls: ServerTls | None = None) -
     if tls is None:
         server, _ = prometheus_client.start_http_server(port, addr=host)
         return server.server_port
-    httpd = wsgiref.simple_server.make_server(host, port, prometheus_client.make_wsgi_app(),
-                                              prometheus_client.exposition.ThreadingWSGIServer,
+    httpd = wsgiref.simple_server.make_server(host, port, prometheus_client.make_wsgi_app(), _MetricsServer,
                                               handler_class=_QuietHandler)
     # The handshake happens in the request's own thread: a client that stalls it holds only that one.
     httpd.socket = metrics_ssl_context(tls).wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
     threading.Thread(target=httpd.serve_forever, name="metrics", daemon=True).start()
     return httpd.server_port
+
+
+class _MetricsServer(prometheus_client.exposition.ThreadingWSGIServer):
+    """A scrape that fails (no client certificate, a connection dropped) is a warning line that says
+    why, where socketserver would print a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        hint = ("; the metrics port serves HTTPS to clients with a certificate from ssl.cafile"
+                if isinstance(error, ssl.SSLError) else "")
+        log.warning("metrics: a scrape from %s failed: %s%s", _address(client_address), error, hint)
+
+
+def _address(client_address: Any) -> str:
+    return ":".join(str(part) for part in client_address[:2]) if isinstance(client_address, tuple) else str(client_address)
 
 
 class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):

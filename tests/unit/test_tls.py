@@ -4,6 +4,7 @@ get the new certificate while a stream opened before keeps going."""
 
 import asyncio
 import datetime
+import logging
 import os
 import shutil
 import socket
@@ -197,7 +198,7 @@ def wait_until(condition):
     return False
 
 
-def test_the_metrics_port_speaks_https_and_wants_a_client_certificate(pki):
+def test_the_metrics_port_speaks_https_and_wants_a_client_certificate(pki, caplog, capsys):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -207,10 +208,19 @@ def test_the_metrics_port_speaks_https_and_wants_a_client_certificate(pki):
     context.load_cert_chain(pki["alice"].certfile, pki["alice"].keyfile)
     with urllib.request.urlopen(url, context=context, timeout=5) as response:
         assert b"replog_tls_certificate_expiry_timestamp_seconds" in response.read()
+    caplog.set_level(logging.WARNING, logger="replog.rpc.server")
     with pytest.raises(OSError):
         urllib.request.urlopen(url, context=ssl.create_default_context(cafile=pki["ca"].cafile), timeout=5).read()
     with pytest.raises(OSError):
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+    # Each refused scrape is a warning that says why, not a traceback from the server's thread.
+    deadline = time.monotonic() + 5
+    while len(caplog.records) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    warnings = [r.getMessage() for r in caplog.records]
+    assert any("did not return a certificate" in w and "a certificate from ssl.cafile" in w for w in warnings), warnings
+    assert all(w.startswith("metrics: a scrape from 127.0.0.1:") for w in warnings), warnings
+    assert "Traceback" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("settings, complaint", [
