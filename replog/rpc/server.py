@@ -119,7 +119,10 @@ class _MetricsServer(prometheus_client.exposition.ThreadingWSGIServer):
 
 
 def _address(client_address: Any) -> str:
-    return ":".join(str(part) for part in client_address[:2]) if isinstance(client_address, tuple) else str(client_address)
+    """host:port of a client's address tuple (IPv4's two parts, IPv6's first two of four)."""
+    if isinstance(client_address, tuple):
+        return ":".join(str(part) for part in client_address[:2])
+    return str(client_address)
 
 
 class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
