@@ -211,13 +211,13 @@ class BatchBuilder {
     let count = this.count;
     let appended = 0;
     while (i < values.length && appended < budgetBytes) {
-      let value = values[i];
+      let value = values[i] ?? null;
       if (typeof value === 'string') value = Buffer.from(value, 'utf8');
-      else if (!(value instanceof Uint8Array) && value !== null && value !== undefined) {
+      else if (value !== null && !(value instanceof Uint8Array)) {
         if (i === from) asBytes(value, 'value'); // throws, saying what the value is
         break;
       }
-      const valueSize = value === null || value === undefined ? 1 : varintSize(value.length) + value.length;
+      const valueSize = value === null ? 1 : varintSize(value.length) + value.length;
       // attributes, timestamp delta 0, offset delta, key null, value, header count 0
       const body = 4 + varintSize(count) + valueSize;
       const size = varintSize(body) + body;
@@ -232,7 +232,7 @@ class BatchBuilder {
       buf[pos++] = 0; // timestamp delta: zigzag 0
       pos = writeVarint(buf, pos, count);
       buf[pos++] = 1; // key length -1 (null), zigzagged
-      pos = writeBytes(buf, pos, value ?? null);
+      pos = writeBytes(buf, pos, value);
       buf[pos++] = 0; // no headers
       count++;
       appended += size;

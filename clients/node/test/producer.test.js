@@ -9,18 +9,25 @@ const { decodeBatches } = require('../lib/records');
 const TOPIC = 'orders';
 const BASE_SEQUENCE_AT = 53; // RecordBatch v2: the base sequence's byte offset in the header
 
-/** A producer on one partition led by broker 1, whose ProduceStream requests wait for the test to answer. */
-function scripted(options) {
-  const warnings = [];
-  const logger = { debug() {}, info() {}, warn: (line) => warnings.push(line), error: (line) => warnings.push(line) };
-  const producer = new Producer('127.0.0.1:1', { lingerMs: 0, retryBackoffMs: 1, logger, ...options });
-  const cluster = producer.cluster;
-  cluster.brokers.set(1, '127.0.0.1:1');
-  cluster.topics.set(TOPIC, { error: 'NONE', partitions: new Map([[0, { leader: 1, leaderEpoch: 3 }]]) });
+/** A producer that knows TOPIC's `partitions` partitions, all led by broker 1, and holds a producer id. */
+function producerOn(partitions, options) {
+  const producer = new Producer('127.0.0.1:1', { lingerMs: 0, retryBackoffMs: 1, ...options });
+  producer.cluster.brokers.set(1, '127.0.0.1:1');
+  producer.cluster.topics.set(TOPIC, { error: 'NONE',
+    partitions: new Map(Array.from({ length: partitions }, (_, p) => [p, { leader: 1, leaderEpoch: 3 }])) });
   if (producer.idempotent) {
     producer.producerId = 42;
     producer.producerEpoch = 0;
   }
+  return producer;
+}
+
+/** A producer on one partition, whose ProduceStream requests wait for the test to answer. */
+function scripted(options) {
+  const warnings = [];
+  const logger = { debug() {}, info() {}, warn: (line) => warnings.push(line), error: (line) => warnings.push(line) };
+  const producer = producerOn(1, { logger, ...options });
+  const cluster = producer.cluster;
   const requests = []; // {sequence, records, answer(errorName, baseOffset)}
   cluster.produceStream = () => ({
     request({ request }) {
@@ -154,15 +161,9 @@ test('more than five batches in flight are refused for an idempotent producer', 
   assert.strictEqual(new Producer('127.0.0.1:1', { acks: 1, maxRequestsPerLeader: 10 }).inFlightPerPartition, 1);
 });
 
-/** A producer on `partitions` partitions all led by broker 1, whose ProduceStream answers every request at once. */
+/** A producer on `partitions` partitions, whose ProduceStream answers every request at once. */
 function answering(partitions, options) {
-  const producer = new Producer('127.0.0.1:1', { lingerMs: 0, retryBackoffMs: 1, logger: { debug() {}, info() {}, warn() {}, error() {} },
-    ...options });
-  producer.cluster.brokers.set(1, '127.0.0.1:1');
-  producer.cluster.topics.set(TOPIC, { error: 'NONE',
-    partitions: new Map(Array.from({ length: partitions }, (_, p) => [p, { leader: 1, leaderEpoch: 0 }])) });
-  producer.producerId = 42;
-  producer.producerEpoch = 0;
+  const producer = producerOn(partitions, { logger: { debug() {}, info() {}, warn() {}, error() {} }, ...options });
   const written = []; // [partition, values of one batch]
   const next = new Map(); // partition -> next offset
   producer.cluster.produceStream = () => ({
