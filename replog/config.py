@@ -165,12 +165,12 @@ def read_properties(path: str) -> dict[str, str]:
     return entries
 
 
-def parse_overrides(pairs: Iterable[str]) -> dict[str, str]:
+def parse_overrides(pairs: Iterable[str], flag: str = "--override") -> dict[str, str]:
     entries: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"--override takes key=value, got {pair!r}.")
+            raise ConfigError(f"{flag} takes key=value, got {pair!r}.")
         entries[key.strip()] = value
     return entries
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import logging
 from typing import Any
 
 from replog.config import ConfigError
@@ -50,9 +51,11 @@ def add_commands(commands: Any) -> None:
         command.add_argument("--group", action="append", default=[], help="a consumer group (repeatable)")
         command.add_argument("--transactional-id", action="append", default=[], help="a transactional id (repeatable)")
         command.add_argument("--cluster", action="store_true", help="the cluster itself")
-        command.add_argument("--resource-pattern-type", choices=["literal", "prefixed", "any", "match"],
+        # any and match select ACLs; an ACL is added for a literal name or a prefix
+        selectors = ["any", "match"] if name != "add" else []
+        command.add_argument("--resource-pattern-type", choices=["literal", "prefixed", *selectors],
                              default="literal" if name == "add" else "any",
-                             help="literal names, or prefixes of names (list and remove: also any)")
+                             help="literal names, or prefixes of names (list and remove: also any or match)")
         if name == "list":
             command.add_argument("--principal", action="append", default=[], help="only this principal's ACLs")
         else:
@@ -87,8 +90,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _zookeeper(args: argparse.Namespace) -> tuple[str, ZkAuth | None]:
-    given = dict(pair.partition("=")[::2] for pair in args.authorizer_properties)
-    return zookeeper_of({key.strip(): value.strip() for key, value in given.items()}, args.data_dir)
+    given = {}
+    for pair in args.authorizer_properties:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise AclsError(f"--authorizer-properties takes KEY=VALUE, e.g. zookeeper.connect=HOST:PORT, not {pair!r}")
+        given[key.strip()] = value.strip()
+    return zookeeper_of(given, args.data_dir)
 
 
 def zookeeper_of(given: dict[str, str], data_dir: str | None) -> tuple[str, ZkAuth | None]:
@@ -103,6 +111,8 @@ def zookeeper_of(given: dict[str, str], data_dir: str | None) -> tuple[str, ZkAu
 
 
 def connected(connect: str, auth: ZkAuth | None) -> Any:
+    # kazoo logs each failed attempt; a command that cannot connect says so in one sentence instead.
+    logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     client = new_client(connect, CONNECT_TIMEOUT_S, auth)
     try:
         client.start(CONNECT_TIMEOUT_S)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
 import struct
@@ -70,8 +71,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise ClientError("--records and --partitions must be at least 1, --record-size at least 0")
     if args.kind == "e2e" and args.record_size < SCHEDULE.size:
         raise ClientError(f"e2e needs --record-size of at least {SCHEDULE.size} (the send time travels in it)")
-    if args.rate is not None and args.rate <= 0:
-        raise ClientError("--rate must be positive")
+    if args.rate is not None and not 0 < args.rate < math.inf:
+        raise ClientError(f"--rate must be a positive number of records per second, not {args.rate}")
     if args.replication_factor is not None and args.replication_factor < 1:
         raise ClientError("--replication-factor must be at least 1")
     if args.max_in_flight < 1:

@@ -40,7 +40,9 @@ def bootstrap_address(args: argparse.Namespace, env: Mapping[str, str] | None = 
     data_dir = args.data_dir or local.find_data_dir()
     try:
         cluster = local.Cluster.load(data_dir)
-    except DevError:
+    except DevError as error:
+        if args.data_dir:  # the user named the directory: what is wrong with it is the answer
+            raise ClientError(str(error)) from None
         raise ClientError(
             f"no cluster to talk to: pass --bootstrap HOST:PORT (a metadata service), set {ENV_BOOTSTRAP}, "
             "or start a local cluster with `replog dev up`"
@@ -55,9 +57,11 @@ def bootstrap_address(args: argparse.Namespace, env: Mapping[str, str] | None = 
 
 def _client_security(path: str) -> channels.ClientSecurity:
     try:
-        return channels.ClientSecurity.from_properties(read_properties(path))
+        security = channels.ClientSecurity.from_properties(read_properties(path))
+        security.check()  # a file that does not load is named now, not lost in a failed handshake
     except ConfigError as error:
         raise ClientError(f"--command-config {path}: {error}") from None
+    return security
 
 
 def user_message(error: ClientError) -> str:

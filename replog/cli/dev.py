@@ -91,7 +91,7 @@ def _up(args: argparse.Namespace) -> int:
         controllers=args.controllers,
         zookeeper_address=args.zookeeper,
         base_port=args.base_port,
-        config=parse_overrides(args.config),
+        config=parse_overrides(args.config, "--config"),
         monitoring=args.monitoring,
         log_format=args.log_format,
         tls=args.tls,

@@ -10,6 +10,7 @@ metadata service and the active controller, the same way on every platform.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -167,8 +168,18 @@ def add_dev_command(dev_commands: Any) -> None:
 
 def add_roll_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="print the plan and what would wait, restart nothing")
-    parser.add_argument("--timeout-s", type=float, default=WAIT_S_DEFAULT, metavar="S",
+    parser.add_argument("--timeout-s", type=_positive_seconds, default=WAIT_S_DEFAULT, metavar="S",
                         help=f"longest wait for one member, in seconds (default {WAIT_S_DEFAULT:g})")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < seconds < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return seconds
 
 
 def _dev_roll(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import argparse
 import time
 from typing import Any
 
-from replog.core.tokens import sign_hs256
+from replog.core.tokens import HMAC_SECRET_BYTES_MIN, sign_hs256
 
 
 class TokensError(Exception):
@@ -35,5 +35,8 @@ def _create(args: argparse.Namespace) -> int:
             secret = handle.read().strip()
     except OSError as error:
         raise TokensError(f"cannot read --secret-file {args.secret_file}: {error.strerror}") from None
+    if len(secret) < HMAC_SECRET_BYTES_MIN:
+        raise TokensError(f"--secret-file {args.secret_file} holds fewer than {HMAC_SECRET_BYTES_MIN} bytes, and the "
+                          "services refuse such a token.hmac.secret.file: is it the file they read?")
     print(sign_hs256(secret, name, int(time.time()) + args.lifetime_s))
     return 0

@@ -98,7 +98,7 @@ class MetadataManager:
             try:
                 response = await self._channels.metadata(address).Metadata(request, timeout=self._request_timeout_s)
             except grpc.aio.AioRpcError as error:
-                failures.append(f"{address} ({error.code().name}: {error.details()})")
+                failures.append(_no_answer(address, error))
                 self._next_address += 1
                 continue
             self._refreshed_at_s = time.monotonic()
@@ -139,3 +139,10 @@ class MetadataManager:
     def cancel(self) -> None:
         if self._task is not None:
             self._task.cancel()
+
+
+def _no_answer(address: str, error: grpc.aio.AioRpcError) -> str:
+    if error.code() is grpc.StatusCode.UNIMPLEMENTED:
+        # Something answered, but without the Metadata API: most likely a broker's or a controller's address.
+        return f"{address} is not a metadata service (a broker or a controller?)"
+    return f"{address} ({error.code().name}: {error.details()})"

@@ -20,6 +20,8 @@ from typing import Any
 # A token that is still "valid" this long after exp is refused anyway: clocks differ.
 CLOCK_SKEW_S = 30
 TOKEN_BYTES_MAX = 8192
+# A shorter HS256 secret is refused: it could be guessed (RFC 7518 §3.2 asks for at least the hash's 32 bytes).
+HMAC_SECRET_BYTES_MIN = 32
 
 # (algorithm, signed bytes, signature) -> whether the signature is good; raises TokenError
 # for an algorithm the verifier does not hold a key for.

@@ -12,6 +12,7 @@ import signal
 from collections.abc import Mapping
 from typing import Any
 
+from replog.config import host_port
 from replog.core.invariant import require
 from replog.dev import prometheus
 from replog.dev import tls as dev_tls
@@ -60,6 +61,8 @@ def up(
     check_config_keys(config)
     if brokers < 1 or controllers < 1:
         raise DevError("a cluster needs at least one broker and one controller.")
+    if zookeeper_address is not None:
+        _check_zookeeper_address(zookeeper_address)
     if monitoring:
         prometheus.check_installed()
     if authorizer:
@@ -89,6 +92,13 @@ def up(
         down(cluster)
         raise
     return cluster
+
+
+def _check_zookeeper_address(address: str) -> None:
+    try:
+        host_port(address)
+    except ValueError as error:
+        raise DevError(f"--zookeeper {address!r} is not HOST:PORT ({error}).") from None
 
 
 def _existing_or_new(

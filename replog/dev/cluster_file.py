@@ -18,6 +18,7 @@ from replog.rpc.channels import ClientSecurity
 
 CLUSTER_FILE = "cluster.json"
 DEFAULT_DATA_DIR = ".replog"
+REQUIRED_KEYS = frozenset({"zookeeper", "brokers", "controllers", "metadata"})
 
 
 @dataclasses.dataclass
@@ -56,13 +57,17 @@ class Cluster:
     def load(cls, data_dir: str) -> Cluster:
         try:
             with open(cls.path(data_dir), encoding="utf-8") as handle:
-                return cls(data_dir, json.load(handle))
+                state = json.load(handle)
         except FileNotFoundError:
             raise DevError(
                 f"no local cluster in {data_dir} (no {CLUSTER_FILE}); start one with `replog dev up`."
             ) from None
         except (OSError, ValueError) as error:
             raise DevError(f"cannot read {cls.path(data_dir)}: {error}.") from None
+        if not isinstance(state, dict) or not REQUIRED_KEYS <= state.keys():
+            raise DevError(f"{cls.path(data_dir)} is not a replog cluster file: it does not record "
+                           f"{', '.join(sorted(REQUIRED_KEYS))}.")
+        return cls(data_dir, state)
 
     @classmethod
     def create(cls, data_dir: str, zookeeper_address: str, zookeeper_external: bool, config: dict[str, str],

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from replog.dev.processes import DevError, free_port, port_in_use
 
 HOST = "127.0.0.1"
+PORT_MAX = 65535
 
 
 def choose_ports(base_port: int, count: int) -> Iterator[int]:
@@ -17,6 +18,9 @@ def choose_ports(base_port: int, count: int) -> Iterator[int]:
             chosen.add(free_port(HOST, chosen))
         yield from sorted(chosen)
         return
+    if base_port < 0 or base_port + count - 1 > PORT_MAX:
+        raise DevError(f"--base-port {base_port} is not from 1 to {PORT_MAX + 1 - count} (the cluster takes {count} "
+                       "consecutive ports from it); or give 0 for free ports.")
     for port in range(base_port, base_port + count):
         if port_in_use(HOST, port):
             raise DevError(

@@ -13,7 +13,15 @@ import prometheus_client
 from replog.config import ConfigError
 from replog.core.acl import ANONYMOUS
 from replog.core.principal import MappingError, PrincipalMapper
-from replog.core.tokens import CLOCK_SKEW_S, Claims, TokenError, Verify, hmac_verifier, verify_token
+from replog.core.tokens import (
+    CLOCK_SKEW_S,
+    HMAC_SECRET_BYTES_MIN,
+    Claims,
+    TokenError,
+    Verify,
+    hmac_verifier,
+    verify_token,
+)
 
 AUTHENTICATION_FAILURES = prometheus_client.Counter(
     "replog_authentication_failures_total",
@@ -50,8 +58,9 @@ class Authenticator:
         verifiers: list[Verify] = []
         if config["token.hmac.secret.file"]:
             secret = _read(config["token.hmac.secret.file"], "token.hmac.secret.file").strip()
-            if len(secret) < 32:
-                raise ConfigError("token.hmac.secret.file holds fewer than 32 bytes; use a longer random secret.")
+            if len(secret) < HMAC_SECRET_BYTES_MIN:
+                raise ConfigError(f"token.hmac.secret.file holds fewer than {HMAC_SECRET_BYTES_MIN} bytes; use a "
+                                  "longer random secret.")
             verifiers.append(hmac_verifier(secret))
         if config["token.public.key.file"]:
             from replog.security.public_keys import public_key_verifier

@@ -5,7 +5,9 @@ nothing listens; what a command prints from a real cluster is tested in tests/in
 """
 
 import json
+from concurrent import futures
 
+import grpc
 import pytest
 
 from replog.cli import bench, consume, groups, transactions
@@ -75,6 +77,40 @@ def test_an_unreachable_cluster_is_one_sentence(capsys):
     code, _out, err = run(capsys, "topics", "list", "--bootstrap", NOWHERE)
     assert code == 1 and "no metadata service answered" in err and "Traceback" not in err
     assert err.count("\n") == 1
+
+
+def test_an_address_that_is_not_a_metadata_service_is_named(capsys):
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))  # serves no API at all, as for Metadata
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        code, _out, err = run(capsys, "topics", "list", "--bootstrap", f"127.0.0.1:{port}")
+    finally:
+        server.stop(None)
+    assert code == 1 and f"127.0.0.1:{port} is not a metadata service" in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("cluster_json", "says"), [
+    (None, "no local cluster in"),
+    ("{not json", "cannot read"),
+    ('{"brokers": []}', "is not a replog cluster file"),
+])
+def test_a_data_dir_given_without_a_cluster_says_what_is_wrong_with_it(tmp_path, capsys, cluster_json, says):
+    if cluster_json is not None:
+        (tmp_path / "cluster.json").write_text(cluster_json)
+    code, out, err = run(capsys, "topics", "list", "--data-dir", str(tmp_path))
+    assert code == 1 and out == "" and err.startswith("replog: ") and says in err and str(tmp_path) in err, err
+    assert err.count("\n") == 1
+
+
+def test_a_command_config_whose_ca_file_does_not_load_is_named_before_connecting(tmp_path, capsys):
+    (tmp_path / "ca.pem").write_text("not a certificate\n")
+    (tmp_path / "client.properties").write_text(f"ssl.cafile={tmp_path / 'ca.pem'}\n")
+    code, _out, err = run(capsys, "topics", "list", "--command-config", str(tmp_path / "client.properties"),
+                          "--bootstrap", NOWHERE)
+    assert code == 1 and f"the TLS files {tmp_path / 'ca.pem'} do not load" in err
+    assert "no metadata service answered" not in err and err.count("\n") == 1
 
 
 # -- topics -----------------------------------------------------------------------------------------
@@ -199,6 +235,52 @@ def test_bench_rejects_nonsense_counts():
     args = build_parser().parse_args(["bench", "produce", "--records", "0"])
     with pytest.raises(ClientError):
         bench.check_args(args)
+
+
+@pytest.mark.parametrize("rate", ["nan", "inf", "0", "-5"])
+def test_bench_refuses_a_rate_that_is_not_a_positive_number(capsys, rate):
+    code, _out, err = run(capsys, "bench", "produce", "--records", "10", f"--rate={rate}", "--bootstrap", NOWHERE)
+    assert code == 1 and err.startswith("replog: --rate must be a positive number") and err.count("\n") == 1
+
+
+# -- rolling restarts -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["dev", "roll"], ["k8s", "roll"]])
+@pytest.mark.parametrize("seconds", ["-1", "0", "nan", "inf"])
+def test_a_roll_refuses_a_timeout_that_is_not_a_positive_number_of_seconds(capsys, argv, seconds):
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, f"--timeout-s={seconds}"])
+    assert exited.value.code == 2
+    assert f"'{seconds}' is not a positive number of seconds" in capsys.readouterr().err
+
+
+# -- acls and tokens ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pattern_type", ["any", "match"])
+def test_acls_add_refuses_a_pattern_type_that_only_selects(capsys, pattern_type):
+    with pytest.raises(SystemExit) as exited:
+        main(["acls", "add", "--topic", "orders", "--allow-principal", "User:alice",
+              "--resource-pattern-type", pattern_type, "--authorizer-properties", f"zookeeper.connect={NOWHERE}"])
+    assert exited.value.code == 2
+    assert f"invalid choice: '{pattern_type}' (choose from" in capsys.readouterr().err
+
+
+def test_acls_refuse_authorizer_properties_that_are_not_key_value(capsys):
+    code, _out, err = run(capsys, "acls", "list", "--authorizer-properties", f"zookeeper.connect{NOWHERE}")
+    assert code == 1 and "--authorizer-properties takes KEY=VALUE" in err and err.count("\n") == 1
+
+
+def test_tokens_create_refuses_a_secret_the_services_would_refuse(tmp_path, capsys):
+    (tmp_path / "secret").write_text("short\n")
+    code, out, err = run(capsys, "tokens", "create", "--principal", "User:alice", "--secret-file",
+                         str(tmp_path / "secret"))
+    assert code == 1 and out == "" and "holds fewer than 32 bytes" in err
+    (tmp_path / "secret").write_text("s" * 32 + "\n")
+    code, out, _err = run(capsys, "tokens", "create", "--principal", "User:alice", "--secret-file",
+                          str(tmp_path / "secret"))
+    assert code == 0 and out.count(".") == 2
 
 
 # -- groups -----------------------------------------------------------------------------------------

@@ -50,6 +50,26 @@ def test_a_directory_that_is_not_a_cluster_is_refused(tmp_path):
     assert (tmp_path / "c" / "precious.txt").read_text() == "not ours"
 
 
+@pytest.mark.parametrize(("flags", "fragments"), [
+    (["--base-port", "-5"], ["--base-port -5 is not from 1 to", "0 for free ports"]),
+    (["--base-port", "65530"], ["--base-port 65530 is not from 1 to"]),
+    (["--zookeeper", "nohost"], ["--zookeeper 'nohost' is not HOST:PORT"]),
+    (["--zookeeper", "127.0.0.1:2181/chroot"], ["is not HOST:PORT", "numeric port"]),
+    (["--config", "foo"], ["--config takes key=value, got 'foo'"]),
+])
+def test_flags_that_cannot_make_a_cluster_are_refused_and_record_nothing(tmp_path, flags, fragments):
+    result = replog("dev", "up", *flags, "--data-dir", str(tmp_path / "c"), check=False)
+    assert_user_error(result, *fragments)
+    assert not (tmp_path / "c" / "cluster.json").exists()  # a later `dev up` there is not bound to the mistake
+
+
+def test_a_cluster_json_of_something_else_is_refused(tmp_path):
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "cluster.json").write_text('{"name": "some other tool"}')
+    result = replog("dev", "status", "--data-dir", str(tmp_path / "c"), check=False)
+    assert_user_error(result, "cluster.json is not a replog cluster file")
+
+
 def test_a_second_up_on_a_running_cluster_is_refused_and_a_stopped_one_restarts(new_cluster):
     new_cluster.up("--brokers", "1", "--controllers", "1")
     result = new_cluster("dev", "up", "--brokers", "1", "--controllers", "1", check=False)
