@@ -75,12 +75,13 @@ def add_commands(commands: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     try:
         patterns = _patterns(args)
+        acls = _checked_acls(args, patterns) if args.acls_command != "list" else []  # before ZooKeeper is asked
         client = connected(*_zookeeper(args))
         try:
             if args.acls_command == "list":
                 _print(store.read_snapshot(client), patterns, set(args.principal))
             else:
-                _change(client, args, patterns)
+                _change(client, args.acls_command, patterns, acls)
         finally:
             client.stop()
             client.close()
@@ -151,7 +152,7 @@ def _operation(text: str) -> Operation:
     return operation
 
 
-def _change(client: Any, args: argparse.Namespace, patterns: list[ResourcePattern]) -> None:
+def _checked_acls(args: argparse.Namespace, patterns: list[ResourcePattern]) -> list[Acl]:
     acls = _acls(args)
     if args.acls_command == "add":
         if not acls:
@@ -159,6 +160,11 @@ def _change(client: Any, args: argparse.Namespace, patterns: list[ResourcePatter
         for pattern in patterns:
             for acl in acls:
                 check_binding(AclBinding(pattern, acl))
+    return acls
+
+
+def _change(client: Any, command: str, patterns: list[ResourcePattern], acls: list[Acl]) -> None:
+    if command == "add":
         for pattern in patterns:
             _, after = store.change(client, pattern, lambda before, new=frozenset(acls): before | new)
             _print_pattern("Current ACLs for", pattern, after)

@@ -5,6 +5,7 @@ nothing listens; what a command prints from a real cluster is tested in tests/in
 """
 
 import json
+import time
 from concurrent import futures
 
 import grpc
@@ -265,6 +266,19 @@ def test_acls_add_refuses_a_pattern_type_that_only_selects(capsys, pattern_type)
               "--resource-pattern-type", pattern_type, "--authorizer-properties", f"zookeeper.connect={NOWHERE}"])
     assert exited.value.code == 2
     assert f"invalid choice: '{pattern_type}' (choose from" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("flags", "says"), [
+    (["--allow-principal", "alice"], "alice"),
+    (["--allow-principal", "User:alice", "--operation", "Scribble"], "'Scribble' is not an operation"),
+    ([], "name who: --allow-principal or --deny-principal"),
+])
+def test_acls_add_refuses_bad_acls_before_asking_zookeeper(capsys, flags, says):
+    started = time.monotonic()
+    code, _out, err = run(capsys, "acls", "add", "--topic", "orders", *flags,
+                          "--authorizer-properties", f"zookeeper.connect={NOWHERE}")
+    assert code == 1 and says in err and "cannot reach ZooKeeper" not in err, err
+    assert time.monotonic() - started < 5  # no connection attempt was waited for
 
 
 def test_acls_refuse_authorizer_properties_that_are_not_key_value(capsys):
