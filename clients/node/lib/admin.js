@@ -5,6 +5,7 @@
 
 const { Cluster } = require('./cluster');
 const { ProducerFencedError, ReplogError, TransactionAbortableError, errorName } = require('./errors');
+const { withDefaults } = require('./options');
 const { Coordinators } = require('./coordinator');
 const { callUntilAnswered, reaction } = require('./transactions');
 
@@ -16,7 +17,7 @@ class Admin {
    * @param {object} [options] requestTimeoutMs, retryBackoffMs, clientId, security (as the Producer's)
    */
   constructor(bootstrap, options = {}) {
-    this.config = { ...DEFAULTS, ...options };
+    this.config = withDefaults('Admin', options, DEFAULTS);
     this.cluster = new Cluster(bootstrap, { clientId: this.config.clientId, security: this.config.security });
     this.transactions = new Coordinators(this.cluster, 'transaction', this.config.requestTimeoutMs);
   }

@@ -11,6 +11,7 @@
 
 const { Cluster, unary, sleep } = require('./cluster');
 const { STALE_LEADER, ReplogError, errorName } = require('./errors');
+const { withDefaults } = require('./options');
 const { GroupMember } = require('./group');
 const { partitionKey, splitKey } = require('./membership');
 const { decodeBatches } = require('./records');
@@ -64,7 +65,7 @@ class Consumer {
    *   ({cafile, certfile, keyfile, serverName, token, tokenFile}; else the REPLOG_SSL_* environment)
    */
   constructor(bootstrap, options = {}) {
-    this.config = { ...DEFAULTS, ...options };
+    this.config = withDefaults('Consumer', options, DEFAULTS, ['onAssigned', 'onRevoked', 'onLost']);
     if (!(this.config.autoOffsetReset in RESET_TIMESTAMPS) && this.config.autoOffsetReset !== 'none') {
       throw new ReplogError(`autoOffsetReset must be earliest, latest or none, not ${this.config.autoOffsetReset}`,
         'INVALID_CONFIG');

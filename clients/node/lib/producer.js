@@ -17,6 +17,7 @@
 const { BatchBuilder } = require('./records');
 const { Cluster, unary } = require('./cluster');
 const { STALE_LEADER, ReplogError, TransactionStateError, errorName } = require('./errors');
+const { withDefaults } = require('./options');
 const { partitionKey } = require('./membership');
 const { TransactionManager, groupMetadataOf } = require('./transactions');
 const { StickyPartitioner, partitionForKey } = require('./partitioner');
@@ -81,7 +82,7 @@ class Producer {
    *   tokenFile}: TLS and a bearer token; else the REPLOG_SSL_* environment; false: plaintext)
    */
   constructor(bootstrap, options = {}) {
-    this.config = { ...DEFAULTS, ...options };
+    this.config = withDefaults('Producer', options, DEFAULTS, ['idempotent']);
     const acks = ACKS[String(this.config.acks)];
     if (acks === undefined) throw new ReplogError(`acks must be all, 1 or 0, not ${this.config.acks}`, 'INVALID_REQUIRED_ACKS');
     this.acks = acks;
