@@ -334,7 +334,7 @@ class Admin:
                                       timeout_s=wait_s)
 
         found = self._io.run(lookup(), wait_s + 5, what="looking up offsets")
-        return {tp: offset for tp, (offset, _epoch) in found.items()}
+        return {tp: offset for tp, (offset, _epoch, _timestamp) in found.items()}
 
     # -- consumer groups -------------------------------------------------------------------------
 

@@ -27,13 +27,19 @@ from replog.client.configs import ConsumerConfig
 from replog.client.coordinator import Coordinators
 from replog.client.errors import ClientError, GroupMembershipError
 from replog.client.fetch_buffer import FetchBuffer
-from replog.client.fetch_state import EARLIEST, LATEST, Assignment, State
+from replog.client.fetch_state import EARLIEST, LATEST, LIST_OFFSETS_TIMESTAMP, Assignment, State
 from replog.client.fetcher import Fetcher
 from replog.client.group_member import COMMITTABLE, GroupMember
 from replog.client.io import Channels, IoThread, parse_bootstrap
 from replog.client.membership import Assign, Lose, Membership, MemberState, PendingCallbacks, Revoke, subscription_of
 from replog.client.metadata import MetadataManager
-from replog.client.types import ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, offsets_to_commit
+from replog.client.types import (
+    ConsumerGroupMetadata,
+    ConsumerRecord,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    offsets_to_commit,
+)
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
 from replog.rpc.channels import ClientSecurity
@@ -211,6 +217,23 @@ class Consumer:
             self._buffer.drop_stale()
         self._wake_fetcher()
 
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop fetching these partitions, and poll() returns none of their records, until resume().
+        Positions stay, and so does the assignment: a group sees no change (Kafka's pause)."""
+        with self._lock:
+            self._assignment.pause([TopicPartition(*tp) for tp in partitions])
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        """Fetch and return these partitions' records again, from their positions."""
+        with self._lock:
+            self._assignment.resume([TopicPartition(*tp) for tp in partitions])
+            self._buffer.changed.notify_all()
+        self._wake_fetcher()
+
+    def paused(self) -> set[TopicPartition]:
+        with self._lock:
+            return self._assignment.paused()
+
     def position(self, partition: TopicPartition, timeout: float | None = 60.0) -> int:
         """The offset of the next record poll() returns, looking it up first if needed."""
         tp = TopicPartition(*partition)
@@ -243,10 +266,25 @@ class Consumer:
         read_committed the last stable offset (below it no transaction is still open)."""
         return self._offsets([TopicPartition(*tp) for tp in partitions], LATEST, timeout)
 
+    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int], timeout: float = 60.0
+                          ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """For each partition, the first offset whose record's timestamp is at or after the time given (ms
+        since the Unix epoch), with that timestamp; None where no record is that late (Kafka's offsetsForTimes).
+        Under read_committed only offsets below the last stable offset are found."""
+        asked = {TopicPartition(*tp): timestamp for tp, timestamp in timestamps.items()}
+        for tp, timestamp in asked.items():
+            if timestamp.__class__ is not int or timestamp < 0:
+                raise ValueError(f"the time to look up for {tp} must be ms since the Unix epoch, not {timestamp!r}")
+        found = self._io.run(self._fetcher.list_offsets_until_done(asked, timeout), timeout + 5,
+                             what="looking up offsets by time")
+        return {tp: OffsetAndTimestamp(offset, timestamp, epoch) if offset >= 0 else None
+                for tp, (offset, epoch, timestamp) in found.items()}
+
     def _offsets(self, tps: list[TopicPartition], strategy: str, timeout: float) -> dict[TopicPartition, int]:
-        found = self._io.run(self._fetcher.list_offsets_until_done(tps, strategy, timeout), timeout + 5,
-                             what=f"looking up the {strategy} offsets")
-        return {tp: offset for tp, (offset, _epoch) in found.items()}
+        found = self._io.run(
+            self._fetcher.list_offsets_until_done({tp: LIST_OFFSETS_TIMESTAMP[strategy] for tp in tps}, timeout),
+            timeout + 5, what=f"looking up the {strategy} offsets")
+        return {tp: offset for tp, (offset, _epoch, _timestamp) in found.items()}
 
     # -- polling ---------------------------------------------------------------------------------
 

@@ -118,11 +118,15 @@ class FetchBuffer:
         """Up to `limit` records at the positions, advancing them; call with `lock` held."""
         out: list[ConsumerRecord] = []
         assignment = self.assignment
+        paused: list[CompletedFetch] = []  # kept, in their order, for when their partitions resume
         while self.completed and len(out) < limit:
             fetch = self.completed[0]
             part = assignment.partitions.get(fetch.tp)
             if part is None or part.generation != fetch.generation or part.state is not State.FETCHING:
                 self.completed.popleft()
+                continue
+            if part.paused:
+                paused.append(self.completed.popleft())
                 continue
             try:
                 position, last_epoch = fetch.take(out, limit - len(out), part.position)
@@ -136,6 +140,7 @@ class FetchBuffer:
             assignment.consumed(fetch.tp, position, last_epoch)
             if fetch.exhausted:
                 self.completed.popleft()
+        self.completed.extendleft(reversed(paused))
         return out
 
     def drop_stale(self) -> None:

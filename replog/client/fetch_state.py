@@ -8,6 +8,7 @@ Each partition is in one of these states:
     AWAIT_VALIDATION  the leader changed: ask it where the epoch of the last record returned ends
                       (OffsetsForLeaderEpoch, KIP-320) before fetching again
     FETCHING          fetch from `fetch_offset`, which runs ahead of `position` by what is buffered
+                      (unless the caller paused the partition: then nothing is fetched or returned)
     FAILED            an error the caller must see (log truncation, out of range with no reset
                       policy, an unrecoverable fetch error); fetching stops until a seek
     REVOKING          the group takes the partition away: nothing is fetched or returned any
@@ -61,6 +62,7 @@ class PartitionFetchState:
     generation: int = 0
     error: ClientError | None = None
     request_in_flight: bool = False  # a ListOffsets, OffsetsForLeaderEpoch or OffsetFetch for it is out
+    paused: bool = False  # pause(): neither fetched nor returned until resume(); its position stays
 
 
 class Assignment:
@@ -136,6 +138,18 @@ class Assignment:
         part = self.get(tp)
         self._restart(part, State.AWAIT_RESET)
         part.reset_strategy = strategy
+
+    def pause(self, tps: Iterable[TopicPartition]) -> None:
+        """Fetch and return nothing of these until resume(); what was fetched already waits (Kafka's pause)."""
+        for part in [self.get(tp) for tp in tps]:
+            part.paused = True
+
+    def resume(self, tps: Iterable[TopicPartition]) -> None:
+        for part in [self.get(tp) for tp in tps]:
+            part.paused = False
+
+    def paused(self) -> set[TopicPartition]:
+        return {tp for tp, part in self.partitions.items() if part.paused}
 
     def consumed(self, tp: TopicPartition, next_offset: int, last_epoch: int) -> None:
         """poll() returned records of `tp` up to next_offset - 1, the last one from last_epoch."""

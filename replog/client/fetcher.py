@@ -91,7 +91,7 @@ class Fetcher(LoopWorker):
                 elif part.state is State.AWAIT_VALIDATION:
                     part.request_in_flight = True
                     validations.setdefault(leader, []).append((tp, part.generation, part.leader_epoch, part.last_epoch))
-                elif part.state is State.FETCHING and leader not in self._busy_leaders:
+                elif part.state is State.FETCHING and not part.paused and leader not in self._busy_leaders:
                     if buffered[tp] < MAX_BUFFERED_FETCHES:
                         fetches.setdefault(leader, []).append(
                             (tp, part.generation, part.leader_epoch, part.fetch_offset))
@@ -214,7 +214,7 @@ class Fetcher(LoopWorker):
                 part = self._assignment.partitions.get(tp)
                 if part is not None and part.generation == generation:
                     part.request_in_flight = False
-                code, detail, offset, epoch = answers[tp]
+                code, detail, offset, epoch, _timestamp = answers[tp]
                 if code is ErrorCode.NONE:
                     self._assignment.on_reset(tp, generation, offset, epoch, leader_epoch)
                 else:
@@ -222,10 +222,11 @@ class Fetcher(LoopWorker):
             self._buffer.changed.notify_all()
         self.wakeup()
 
-    async def list_offsets_until_done(self, tps: list[TopicPartition], strategy: str, timeout_s: float) -> dict:
-        """{tp: (offset, leader_epoch)} for the earliest or latest offsets, retrying stale leaders."""
-        self.follow(sorted({tp.topic for tp in tps}))
-        return await list_offsets(self._metadata, self._channels, {tp: LIST_OFFSETS_TIMESTAMP[strategy] for tp in tps},
+    async def list_offsets_until_done(self, timestamps: dict[TopicPartition, int], timeout_s: float) -> dict:
+        """{tp: (offset, leader_epoch, timestamp)} for each partition's time (-2 earliest, -1 latest), retrying
+        stale leaders."""
+        self.follow(sorted({tp.topic for tp in timestamps}))
+        return await list_offsets(self._metadata, self._channels, timestamps,
                                   isolation_level=self._config.isolation_level,
                                   request_timeout_s=self._config.request_timeout_ms / 1000,
                                   retry_backoff_s=self._config.retry_backoff_ms / 1000, timeout_s=timeout_s)

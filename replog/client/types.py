@@ -72,6 +72,15 @@ class TopicDescription:
     partitions: tuple[PartitionInfo, ...]
 
 
+class OffsetAndTimestamp(NamedTuple):
+    """What Consumer.offsets_for_times() found: the first offset whose record is at or after the time asked,
+    that record's timestamp, and the leader epoch the answer came under."""
+
+    offset: int
+    timestamp: int  # ms since the Unix epoch
+    leader_epoch: int = -1
+
+
 class OffsetAndMetadata(NamedTuple):
     """A committed offset: the next offset the group reads, free text kept with it, and the leader
     epoch of the record before it (so that a consumer resuming there can detect truncation, KIP-320)."""

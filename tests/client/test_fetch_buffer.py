@@ -1,6 +1,7 @@
 """What poll() takes from a fetched answer: whole batches only, from the position on."""
 
-from replog.client.fetch_buffer import CompletedFetch, next_fetch_offset
+from replog.client.fetch_buffer import CompletedFetch, FetchBuffer, next_fetch_offset
+from replog.client.fetch_state import EARLIEST, Assignment
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.markers import TxnMarker
 from replog.core.txn.read_committed import AbortedFilter
@@ -85,3 +86,23 @@ def test_an_abort_marker_before_the_position_still_ends_its_transaction():
     out = []
     CompletedFetch(TP, 0, later, AbortedFilter([(8, 1)])).take(out, 100, 7)
     assert [r.value for r in out] == [b"z"]
+
+
+def test_a_paused_partitions_fetched_records_wait_in_order_while_the_others_are_returned():
+    other = TopicPartition("t", 1)
+    assignment = Assignment(EARLIEST)
+    assignment.assign([TP, other])
+    for tp in (TP, other):
+        assignment.seek(tp, 0)
+    buffer = FetchBuffer(assignment)
+    buffer.completed.extend([CompletedFetch(TP, assignment.get(TP).generation, stamped([b"a", b"b"], 0)),
+                             CompletedFetch(other, assignment.get(other).generation, stamped([b"x"], 0)),
+                             CompletedFetch(TP, assignment.get(TP).generation, stamped([b"c"], 2))])
+    assignment.pause([TP])
+    assert assignment.paused() == {TP}
+    assert [r.value for r in buffer.collect(10)] == [b"x"]
+    assert [r.value for r in buffer.collect(10)] == []
+    assert assignment.get(TP).position == 0 and buffer.buffered()[TP] == 2
+    assignment.resume([TP])
+    assert [r.value for r in buffer.collect(10)] == [b"a", b"b", b"c"]
+    assert assignment.get(TP).position == 3 and assignment.paused() == set()

@@ -3,7 +3,7 @@
 import pytest
 
 from replog.client.errors import ClientError, LogTruncationError, NoOffsetForPartitionError, OffsetOutOfRangeError
-from replog.client.fetch_state import Assignment, State
+from replog.client.fetch_state import EARLIEST, Assignment, State
 from replog.client.types import OffsetAndMetadata
 from replog.core.topic_partition import TopicPartition
 
@@ -191,3 +191,15 @@ def test_finishing_a_revocation_keeps_a_partition_assigned_again_meanwhile():
     assignment.add([TP])  # ... and assigned again before poll() got to the revocation
     assignment.finish_revocation([TP])
     assert assignment.get(TP).state is State.AWAIT_RESET
+
+
+def test_pause_is_refused_for_a_partition_not_assigned_and_survives_a_seek_and_a_reassignment():
+    assignment = Assignment(EARLIEST)
+    assignment.assign([TP])
+    with pytest.raises(ClientError, match="is not assigned to this consumer"):
+        assignment.pause([TopicPartition("t", 9)])
+    assignment.pause([TP])
+    assignment.seek(TP, 5)
+    assignment.assign([TP, TopicPartition("t", 1)])
+    assert assignment.paused() == {TP}
+    assert assignment.get(TP).position == 5

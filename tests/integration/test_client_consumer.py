@@ -118,3 +118,41 @@ def test_a_bug_in_the_io_loop_is_raised_by_poll_not_waited_on(admin, bootstrap, 
         consumer.assign([TopicPartition(topic, 0)])
         with pytest.raises(ClientError, match="I/O loop failed: ZeroDivisionError"):
             poll_until(consumer, 1, timeout_s=5)
+
+
+def test_a_paused_partition_is_neither_fetched_nor_returned_and_resumes_where_it_stood(admin, bootstrap):
+    topic = create(admin, "pausing", partitions=2)
+    paused, running = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    produce(bootstrap, topic, [b"p%d" % i for i in range(10)], partition=0)
+    produce(bootstrap, topic, [b"r%d" % i for i in range(10)], partition=1)
+    with Consumer(bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([paused, running])
+        consumer.pause([paused])
+        assert consumer.paused() == {paused}
+        assert {(r.partition, r.offset) for r in poll_until(consumer, 10)} == {(1, o) for o in range(10)}
+        produce(bootstrap, topic, [b"r10"], partition=1)
+        assert [(r.partition, r.value) for r in poll_until(consumer, 1)] == [(1, b"r10")]
+        assert consumer.poll(300) == [] and consumer.position(paused) == 0
+        consumer.resume([paused])
+        assert consumer.paused() == set()
+        assert [(r.partition, r.value) for r in poll_until(consumer, 10)] == [(0, b"p%d" % i) for i in range(10)]
+        with pytest.raises(ClientError, match="is not assigned to this consumer"):
+            consumer.pause([TopicPartition(topic, 7)])
+
+
+def test_offsets_for_times_finds_the_first_record_at_or_after_each_time(admin, bootstrap):
+    topic = create(admin, "by-time")
+    tp = TopicPartition(topic, 0)
+    stamps = []
+    with Producer(bootstrap, linger_ms=0) as producer:
+        for i in range(3):
+            stamps.append(producer.send(topic, b"v%d" % i, partition=0).result(30).timestamp)
+            wait_for(lambda: time.time() * 1000 > stamps[-1] + 1, 5, "the clock to pass the record's time")
+    assert stamps == sorted(set(stamps))  # three distinct times, in order
+    with Consumer(bootstrap) as consumer:
+        found = consumer.offsets_for_times({tp: stamps[0] + 1})
+        assert found[tp].offset == 1 and found[tp].timestamp == stamps[1] and found[tp].leader_epoch >= 0
+        assert consumer.offsets_for_times({tp: 0})[tp][:2] == (0, stamps[0])
+        assert consumer.offsets_for_times({tp: stamps[2] + 1}) == {tp: None}
+        with pytest.raises(ValueError, match="ms since the Unix epoch"):
+            consumer.offsets_for_times({tp: -1})
