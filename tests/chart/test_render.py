@@ -3,6 +3,8 @@ linted strictly, every object valid for Kubernetes 1.30 to 1.34, and bad values 
 
 from __future__ import annotations
 
+import shlex
+
 import helm_python as helm
 import kubernetes_validate
 import pytest
@@ -98,7 +100,8 @@ def test_each_broker_takes_its_own_overrides_and_the_defaults_for_the_rest():
     assert (claim["storageClassName"], claim["resources"]["requests"]["storage"]) == ("fast-ssd", "500Gi")
     default_claim = statefulsets["1"]["spec"]["volumeClaimTemplates"][0]["spec"]
     assert "storageClassName" not in default_claim and default_claim["resources"]["requests"]["storage"] == "20Gi"
-    assert container(statefulsets["3"])["resources"]["requests"] == {"cpu": "4", "memory": "16Gi"}
+    # Its own requests replace broker.resources whole: 16Gi under the default 2Gi limit is refused by Kubernetes.
+    assert container(statefulsets["3"])["resources"] == {"requests": {"cpu": "4", "memory": "16Gi"}}
     assert container(statefulsets["1"])["resources"]["requests"] == {"cpu": "500m", "memory": "1Gi"}
     pod_7 = statefulsets["7"]["spec"]["template"]["spec"]
     assert pod_7["nodeSelector"] == {"node-pool": "big"} and pod_7["tolerations"][0]["key"] == "dedicated"
@@ -240,6 +243,24 @@ def test_declared_topics_are_created_by_an_idempotent_hook_job():
     assert not of_kind(render(), "Job")
 
 
+def test_numbers_in_a_values_file_reach_the_services_as_written():
+    # A values file's numbers reach the templates as float64, which Go prints as 6.048e+08.
+    objects = render({"brokers": [{"id": 1000000}], "config": {"log.retention.ms": 604800000},
+                      "topics": [{"name": "orders", "replicationFactor": 1, "config": {"retention.ms": 86400000}}]})
+    broker = named(objects, "StatefulSet", "replog-broker-1000000")
+    assert broker["metadata"]["labels"]["replog.io/broker-id"] == "1000000"
+    variables = env(container(broker))
+    assert (variables["REPLOG_BROKER_ID"], variables["REPLOG_LOG_RETENTION_MS"]) == ("1000000", "604800000")
+    assert "--config 'retention.ms=86400000'" in container(named(objects, "Job", "replog-topics"))["args"][0]
+
+
+def test_each_topic_setting_reaches_the_shell_as_one_word():
+    job = named(render({"topics": [{"name": "orders", "config": {"cleanup.policy": "it's"}}]}), "Job", "replog-topics")
+    line = container(job)["args"][0].strip()
+    assert shlex.split(line) == ["replog", "topics", "create", "orders", "--if-not-exists",
+                                 "--config", "cleanup.policy=it's"]
+
+
 def test_helm_test_produces_and_consumes_with_acks_all_through_the_metadata_service():
     pod = named(render(tests=True), "Pod", "replog-test-produce-consume")
     assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
@@ -283,6 +304,76 @@ REFUSALS = {
     "TLS without a Secret": ({"tls": {"enabled": True}}, ["tls.enabled: name the Secret", "tls.certManager"]),
     "cert-manager without an issuer": ({"tls": {"enabled": True, "certManager": {"enabled": True}}},
                                        ["tls.certManager.issuerRef.name"]),
+    "cert-manager without tls.enabled": (
+        {"tls": {"certManager": {"enabled": True, "issuerRef": {"name": "ca-issuer"}}}},
+        ["tls.certManager.enabled: cert-manager makes the certificate only with tls.enabled: true"]),
+    "a setting the chart takes from tls.*, under config": (
+        {"config": {"ssl.client.auth": "none"}},
+        ["config: ssl.client.auth is set by the chart (from tls.clientAuth)"]),
+    "a rack under a broker's config": (
+        {"brokers": [{"id": 1, "config": {"broker.rack": "zone-a"}}]},
+        ["brokers[id=1].config: broker.rack is set by the chart (from brokers[].rack"]),
+    "a variable given twice in an env": (
+        {"broker": {"env": [{"name": "GRPC_VERBOSITY", "value": "info"},
+                            {"name": "GRPC_VERBOSITY", "value": "debug"}]}},
+        ["broker.env: GRPC_VERBOSITY appears twice"]),
+    "an env entry with both a value and a valueFrom": (
+        {"metadata": {"env": [{"name": "NODE", "value": "a",
+                               "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]}},
+        ["metadata.env: NODE has both a value and a valueFrom"]),
+    "an env valueFrom with a misspelt source": (
+        {"broker": {"env": [{"name": "NODE", "valueFrom": {"fieldRf": {"fieldPath": "spec.nodeName"}}}]}},
+        ["/broker/env/0/valueFrom", "'fieldRf' not allowed"]),
+    "the metrics port on the broker port": ({"metrics": {"port": 9092}},
+                                            ["broker.port and metrics.port are both 9092"]),
+    "the health port on the metadata port under TLS": (
+        {"tls": {"enabled": True, "secretName": "replog-tls", "healthPort": 9094}},
+        ["metadata.port and tls.healthPort are both 9094"]),
+    "a resource request above its limit": (
+        {"brokers": [{"id": 1, "resources": {"requests": {"memory": "4Gi"}, "limits": {"memory": "1Gi"}}}]},
+        ["brokers[id=1].resources: requests.memory 4Gi is above limits.memory 1Gi"]),
+    "a resource quantity Kubernetes does not read": (
+        {"broker": {"resources": {"requests": {"memory": "1GB"}}}},
+        ["/broker/resources/requests/memory", "does not match pattern"]),
+    "a misspelt resource name": ({"controller": {"resources": {"requests": {"cpuu": "1"}}}},
+                                 ["invalid propertyName 'cpuu'"]),
+    "a ZooKeeper heap that does not fit in its memory limit": (
+        {"zookeeper": {"heapSize": "1g"}},
+        ["zookeeper.heapSize 1g does not fit in zookeeper.resources.limits.memory 768Mi"]),
+    "a storage size of zero": ({"broker": {"storage": {"size": "0"}}},
+                               ["/broker/storage/size", "does not match pattern"]),
+    "autoscaling with minReplicas above maxReplicas": (
+        {"metadata": {"autoscaling": {"enabled": True, "minReplicas": 5, "maxReplicas": 2}}},
+        ["metadata.autoscaling: minReplicas 5 is above maxReplicas 2"]),
+    "autoscaling without a CPU request": (
+        {"metadata": {"autoscaling": {"enabled": True}, "resources": {"requests": {"cpu": None}}}},
+        ["give metadata.resources.requests.cpu"]),
+    "an external ZooKeeper while the chart runs its own": (
+        {"zookeeper": {"external": {"connect": "zk-0.zk:2181"}}},
+        ["external.connect is given but enabled is true", "set zookeeper.enabled: false"]),
+    "an external ZooKeeper port out of range": (
+        {"zookeeper": {"enabled": False, "external": {"connect": "zk-0.zk:2181,zk-1.zk:99999/replog"}}},
+        ["zookeeper.external.connect: zk-1.zk:99999 has no port from 1 to 65535"]),
+    "a broker id too long for a StatefulSet's name": (
+        {"fullnameOverride": "a" * 40, "brokers": [{"id": 12345}]},
+        ["broker id 12345 names the StatefulSet", "53 characters; Kubernetes allows 52"]),
+    "a name Kubernetes refuses": ({"fullnameOverride": "Replog"}, ["/fullnameOverride", "does not match pattern"]),
+    "one of the chart's labels in commonLabels": (
+        {"commonLabels": {"app.kubernetes.io/name": "kafka"}},
+        ["commonLabels: app.kubernetes.io/name is set by the chart (its selectors match it)"]),
+    "a label value Kubernetes refuses": ({"commonLabels": {"team": "data platform"}}, ["/commonLabels/team"]),
+    "a toleration with a misspelt key": ({"broker": {"tolerations": [{"ky": "dedicated"}]}},
+                                         ["/broker/tolerations/0", "'ky' not allowed"]),
+    "an image repository with its tag": ({"image": {"repository": "registry.example.com/replog:0.1.0"}},
+                                         ["/image/repository", "does not match pattern"]),
+    "no ZooKeeper image tag": ({"zookeeper": {"image": {"tag": ""}}}, ["/zookeeper/image/tag"]),
+    "a scrape interval that is no duration": ({"metrics": {"serviceMonitor": {"enabled": True, "interval": "30 s"}}},
+                                              ["/metrics/serviceMonitor/interval", "does not match pattern"]),
+    "a topic given twice": ({"topics": [{"name": "orders"}, {"name": "orders", "partitions": 6}]},
+                            ["topics: orders appears twice"]),
+    "a topic named ..": ({"topics": [{"name": ".."}]}, ['topics: ".." cannot name a topic']),
+    "a topic setting with a quote in its name": ({"topics": [{"name": "orders", "config": {"retention'ms": "1"}}]},
+                                                  ["invalid propertyName"]),
 }
 
 

@@ -77,8 +77,29 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "replog.settingsEnv" -}}
 {{- range $name, $value := . }}
 - name: {{ printf "REPLOG_%s" ($name | upper | replace "." "_" | replace "-" "_") }}
-  value: {{ $value | toString | quote }}
+  value: {{ include "replog.text" $value | quote }}
 {{- end }}
+{{- end -}}
+
+{{/* A setting's value as the user wrote it: a values file's numbers arrive as float64, which Go
+prints as 8.64e+07 from a million on, and no service reads that as a whole number. */}}
+{{- define "replog.text" -}}
+{{- if and (kindIs "float64" .) (eq . (floor .)) -}}{{ printf "%.0f" . }}{{- else -}}{{ toString . }}{{- end -}}
+{{- end -}}
+
+{{/* One word for /bin/sh, whatever it holds: 'it'\''s'. */}}
+{{- define "replog.shellQuote" -}}
+'{{ replace "'" "'\\''" (toString .) }}'
+{{- end -}}
+
+{{/* A Kubernetes quantity as a number, to compare two: "1Gi" -> 1073741824, "500m" -> 0.5. */}}
+{{- define "replog.quantity" -}}
+{{- $text := toString . -}}
+{{- $suffix := regexFind "[KMGTPE]i$|[numkMGTPE]$" $text -}}
+{{- $factors := dict "" 1.0 "Ki" 1024.0 "Mi" 1048576.0 "Gi" 1073741824.0 "Ti" 1099511627776.0
+      "Pi" 1125899906842624.0 "Ei" 1152921504606846976.0 "n" 1e-9 "u" 1e-6 "m" 1e-3 "k" 1e3 "M" 1e6
+      "G" 1e9 "T" 1e12 "P" 1e15 "E" 1e18 -}}
+{{- mulf (float64 (trimSuffix $suffix $text)) (get $factors $suffix) -}}
 {{- end -}}
 
 {{/*
@@ -119,7 +140,15 @@ would keep one of the two without a word.
 {{- range (.own | fromYamlArray) -}}
 {{- $own = append $own .name -}}
 {{- end -}}
+{{- $given := list -}}
 {{- range .env -}}
+{{- if has .name $given -}}
+{{- fail (printf "%s: %s appears twice; Kubernetes would keep one of the two" $.where .name) -}}
+{{- end -}}
+{{- $given = append $given .name -}}
+{{- if and (hasKey . "value") (hasKey . "valueFrom") -}}
+{{- fail (printf "%s: %s has both a value and a valueFrom; give one" $.where .name) -}}
+{{- end -}}
 {{- if has .name $own -}}
 {{- if hasPrefix "REPLOG_" .name -}}
 {{- fail (printf "%s: %s is set by the chart; give replog's settings under config, with Kafka's names (e.g. log.retention.ms), and remove it from %s" $.where .name $.where) -}}
