@@ -71,7 +71,7 @@ def record_size_bytes(key: bytes | None, value: bytes | None, headers: tuple = (
     Within one byte or two of the truth, and never below it for batches of up
     to a million records, so a batch never grows past batch_size.
     """
-    body = 6  # attributes 1, timestamp delta (0) 1, offset delta <= 3, headers count 1
+    body = 6  # attributes 1, timestamp delta (0) 1, offset delta <= 3, headers count 1 (an own timestamp adds 9)
     body += 1 if key is None else _varint_size(len(key)) + len(key)
     body += 1 if value is None else _varint_size(len(value)) + len(value)
     for header_key, header_value in headers:
@@ -88,18 +88,22 @@ class ProducerBatch:
     """Records for one partition that travel together; their futures share `result`."""
 
     __slots__ = ("tp", "sequence", "rows", "size_bytes", "created_ms", "attempts", "retry_at_ms",
-                 "result", "timestamp_ms", "base_sequence", "generation", "_encoded")
+                 "result", "timestamp_ms", "appended_at_ms", "own_timestamps", "latest_own_ms", "base_sequence",
+                 "generation", "_encoded")
 
     def __init__(self, tp: TopicPartition, sequence: int, created_ms: float) -> None:
         self.tp = tp
         self.sequence = sequence  # opening order within the producer
-        self.rows: list[tuple] = []  # (key, value) or (key, value, headers)
+        self.rows: list[tuple] = []  # (key, value), (key, value, headers) or (key, value, headers, timestamp_ms)
         self.size_bytes = BATCH_OVERHEAD_BYTES
         self.created_ms = created_ms
         self.attempts = 0  # times sent
         self.retry_at_ms = 0.0
         self.result: Future = Future()  # (base_offset, timestamp_ms) or the error
         self.timestamp_ms = -1  # the records' create time, fixed when the batch is encoded
+        self.appended_at_ms = -1  # the leader's LogAppendTime, on a topic that keeps it; else -1
+        self.own_timestamps = 0  # rows that came with a timestamp of their own
+        self.latest_own_ms = -1  # the latest of those
         self.base_sequence = NO_SEQUENCE  # an idempotent producer's first sequence, set when it first leaves
         self.generation = 0  # the producer id it was numbered under (the accumulator's count of resets)
         self._encoded: bytes | None = None
@@ -109,7 +113,12 @@ class ProducerBatch:
         """The batch's bytes, encoded once: a retry sends the very same bytes."""
         if self._encoded is None:
             self.timestamp_ms = timestamp_ms
-            self._encoded = encode_batch(self.rows, base_timestamp_ms=timestamp_ms, compression=compression,
+            latest = None
+            if self.own_timestamps:
+                everyone = self.own_timestamps == len(self.rows)
+                latest = self.latest_own_ms if everyone else max(self.latest_own_ms, timestamp_ms)
+            self._encoded = encode_batch(self.rows, base_timestamp_ms=timestamp_ms, max_timestamp_ms=latest,
+                                         compression=compression,
                                          producer_id=producer_id, producer_epoch=producer_epoch,
                                          base_sequence=self.base_sequence, transactional=transactional)
         return self._encoded
@@ -167,17 +176,17 @@ class RecordAccumulator:
             if self._buffered_bytes + size > self._buffer_memory and self._buffered_bytes or self._closing:
                 self._wait_for_space(size, block_s)
             batch = self._open.get(tp)
-            if batch is not None and batch.size_bytes + size <= self._batch_size:
-                rows = batch.rows
-                rows.append(row)
-                batch.size_bytes += size
-                self._buffered_bytes += size
-                return batch, len(rows) - 1, False
-            batch = self._open_batch(tp, now_ms)
-            batch.rows.append(row)
+            opened = batch is None or batch.size_bytes + size > self._batch_size
+            if opened:
+                batch = self._open_batch(tp, now_ms)
+            rows = batch.rows
+            rows.append(row)
+            if len(row) == 4:  # its own timestamp
+                batch.own_timestamps += 1
+                batch.latest_own_ms = max(batch.latest_own_ms, row[3])
             batch.size_bytes += size
             self._buffered_bytes += size
-            return batch, 0, True
+            return batch, len(rows) - 1, opened
 
     def _open_batch(self, tp: TopicPartition, now_ms: float) -> ProducerBatch:
         batch = ProducerBatch(tp, self._sequence, now_ms)

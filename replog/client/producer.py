@@ -55,11 +55,12 @@ class RecordFuture:
     of a batch shares the batch's one Future (`batch_future`).
     """
 
-    __slots__ = ("_batch", "_index")
+    __slots__ = ("_batch", "_index", "_timestamp_ms")
 
-    def __init__(self, batch: ProducerBatch, index: int) -> None:
+    def __init__(self, batch: ProducerBatch, index: int, timestamp_ms: int | None = None) -> None:
         self._batch = batch
         self._index = index
+        self._timestamp_ms = timestamp_ms  # the record's own, when send() was given one
 
     @property
     def batch_future(self) -> concurrent.futures.Future:
@@ -67,6 +68,8 @@ class RecordFuture:
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
         base_offset, timestamp_ms = self._batch.result.result(timeout)
+        if self._timestamp_ms is not None and self._batch.appended_at_ms < 0:
+            timestamp_ms = self._timestamp_ms  # CreateTime: the record keeps its own
         tp = self._batch.tp
         return RecordMetadata(tp.topic, tp.partition, base_offset + self._index if base_offset >= 0 else -1,
                               timestamp_ms)
@@ -91,6 +94,8 @@ class RecordFuture:
 
 _monotonic = time.monotonic
 log = logging.getLogger("replog.client")
+# A record's own timestamp is stored relative to its batch's: up to 10 bytes where record_size_bytes counts 1.
+OWN_TIMESTAMP_BYTES = 9
 
 
 def as_bytes(data: Any, what: str) -> bytes:
@@ -223,12 +228,15 @@ class Producer:
         key: bytes | None = None,
         headers: Iterable[tuple[str, bytes | None]] | None = None,
         partition: int | None = None,
+        timestamp_ms: int | None = None,
     ) -> RecordFuture:
         """Queue one record; the future resolves to its RecordMetadata once acknowledged.
 
         The partition: `partition` if given, else murmur2 of the key, else the
-        topic's sticky partition. Blocks only to learn a new topic's partitions
-        or while buffer_memory is full (at most max_block_ms each).
+        topic's sticky partition. The timestamp (CreateTime): `timestamp_ms`, in ms
+        since the Unix epoch, if given, else the time its batch leaves. Blocks only
+        to learn a new topic's partitions or while buffer_memory is full (at most
+        max_block_ms each).
         """
         if self._closed:
             raise ProducerClosedError("the producer is closed; records can no longer be sent")
@@ -242,11 +250,17 @@ class Producer:
         known = self._topics.get(topic)
         if known is None or known.metadata is not self._metadata.current:
             known = self._topic(topic)
-        if headers is None:
+        if headers is not None:
+            headers = tuple((name, None if v is None else as_bytes(v, f"header {name!r}")) for name, v in headers)
+        if timestamp_ms is not None:
+            if timestamp_ms.__class__ is not int or timestamp_ms < 0:
+                raise ValueError(f"timestamp_ms must be ms since the Unix epoch, not {timestamp_ms!r}")
+            row = (key, value, headers or (), timestamp_ms)
+            size = record_size_bytes(key, value, headers or ()) + OWN_TIMESTAMP_BYTES
+        elif headers is None:
             row = (key, value)
             size = record_size_bytes(key, value)
         else:
-            headers = tuple((name, None if v is None else as_bytes(v, f"header {name!r}")) for name, v in headers)
             row = (key, value, headers)
             size = record_size_bytes(key, value, headers)
         if size > self._max_request_size:
@@ -264,7 +278,7 @@ class Producer:
         batch, index, opened = self._accumulator.append(tp, row, size, now_ms, self._block_s)
         if (txn is not None and txn.note_partition(tp)) or opened:
             self._wake_sender()
-        return RecordFuture(batch, index)
+        return RecordFuture(batch, index, timestamp_ms)
 
     def send_many(
         self, topic: str, values: Sequence[bytes | None], *, partition: int | None = None,

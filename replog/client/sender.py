@@ -273,6 +273,7 @@ class Sender:
                 continue
             code = ErrorCode.of(result.error_code)
             if code is ErrorCode.NONE or (acks_none and result.error_code == UNSPECIFIED_ERROR):
+                batch.appended_at_ms = result.log_append_time_ms
                 timestamp_ms = result.log_append_time_ms if result.log_append_time_ms >= 0 else batch.timestamp_ms
                 self._accumulator.complete(batch)
                 batch.result.set_result((result.base_offset, timestamp_ms))

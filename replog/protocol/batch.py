@@ -81,11 +81,13 @@ def encode_batch(
     transactional: bool = False,
     control: bool = False,
     delete_horizon_ms: int | None = None,
+    max_timestamp_ms: int | None = None,
 ) -> bytes:
-    """Encode one batch from (key, value[, headers]) tuples or from `Record`s.
+    """Encode one batch from (key, value[, headers[, timestamp_ms]]) tuples or from `Record`s.
 
     Tuples get offsets base_offset, base_offset+1, ... and the timestamp
-    `base_timestamp_ms` (the wall clock when None). Records keep their own
+    `base_timestamp_ms` (the wall clock when None), or their own; the caller
+    that gives rows their own timestamps says the largest in `max_timestamp_ms`. Records keep their own
     absolute offsets, which must increase from `base_offset` on, and their own
     timestamps, stored relative to `base_timestamp_ms` (by default the first
     record's timestamp). With `delete_horizon_ms` (records only), that is the
@@ -104,7 +106,8 @@ def encode_batch(
         records = encode_records(rows)
     else:
         base_timestamp = time.time_ns() // 1_000_000 if base_timestamp_ms is None else base_timestamp_ms
-        records, last_offset_delta, max_timestamp = encode_tuples(items), len(items) - 1, base_timestamp
+        records, last_offset_delta = encode_tuples(items, base_timestamp), len(items) - 1
+        max_timestamp = base_timestamp if max_timestamp_ms is None else max_timestamp_ms
     codec = Compression(compression)
     payload = compress(codec, records)
     attributes = (codec | (TRANSACTIONAL_BIT if transactional else 0) | (CONTROL_BIT if control else 0)

@@ -71,14 +71,15 @@ def encode_records(rows: Iterable[tuple[int, int, bytes | None, bytes | None, Se
 
 
 
-def encode_tuples(items: Sequence) -> bytes:
+def encode_tuples(items: Sequence, base_timestamp_ms: int = 0) -> bytes:
     """Encode rows as records with offset deltas 0, 1, ... and timestamp delta 0. A row is a
-    (key, value[, headers]) tuple, or a bare value (bytes or None) for a record without key."""
+    (key, value[, headers[, timestamp_ms]]) tuple, or a bare value (bytes or None) for a record without
+    key; a row's own timestamp is stored relative to base_timestamp_ms."""
     if _encode_compiled is not None and items.__class__ is list:
-        encoded = _encode_compiled(items)
+        encoded = _encode_compiled(items)  # None for rows it does not take (headers, own timestamps)
         if encoded is not None:
             return encoded
-    return encode_records(_tuple_rows(items))
+    return encode_records(_tuple_rows(items, base_timestamp_ms))
 
 
 def keyless_sizes(values: list) -> list[int] | None:
@@ -87,12 +88,15 @@ def keyless_sizes(values: list) -> list[int] | None:
     return None if _keyless_compiled is None else _keyless_compiled(values)
 
 
-def _tuple_rows(items: Sequence) -> Iterator[tuple]:
+def _tuple_rows(items: Sequence, base_timestamp_ms: int = 0) -> Iterator[tuple]:
     for offset_delta, item in enumerate(items):
         if item is None or item.__class__ is bytes:
             yield offset_delta, 0, None, item, ()
         elif len(item) == 2:
             yield offset_delta, 0, item[0], item[1], ()
-        else:
+        elif len(item) == 3:
             key, value, headers = item
             yield offset_delta, 0, key, value, headers
+        else:
+            key, value, headers, timestamp_ms = item
+            yield offset_delta, timestamp_ms - base_timestamp_ms, key, value, headers

@@ -7,8 +7,9 @@ import pytest
 
 from replog.client.accumulator import BATCH_OVERHEAD_BYTES, RecordAccumulator, record_size_bytes
 from replog.client.errors import ClientTimeoutError, ProducerClosedError
+from replog.client.producer import OWN_TIMESTAMP_BYTES
 from replog.core.topic_partition import TopicPartition
-from replog.protocol import encode_batch
+from replog.protocol import decode_batch, encode_batch
 from replog.protocol.compression import Compression
 from tests.client.helpers import metadata
 
@@ -323,3 +324,20 @@ def test_without_idempotence_a_partition_keeps_one_batch_in_flight_and_batches_a
     fill(acc, T0, 3)
     [sent] = acc.drain(CLUSTER, {1}, MiB, 10.0)[1]
     assert acc.drain(CLUSTER, {1}, MiB, 10.0) == {} and sent.base_sequence == -1
+
+
+def test_a_batch_of_rows_with_their_own_timestamps_says_their_latest_and_one_with_plain_rows_too_its_own():
+    now_ms = 1_700_000_000_000
+    for rows, latest in (([(None, b"a", (), 1_000), (None, b"b", (), 500)], 1_000),
+                         ([(None, b"a", (), 1_000), (None, b"b")], now_ms)):
+        acc = accumulator()
+        batch = [acc.append(T0, row, record_size_bytes(None, row[1]) + OWN_TIMESTAMP_BYTES, 0.0) for row in rows][0][0]
+        decoded = decode_batch(batch.encode(Compression.NONE, now_ms))
+        assert decoded.max_timestamp == latest
+        assert [r.timestamp for r in decoded.records] == [row[3] if len(row) == 4 else now_ms for row in rows]
+
+
+def test_an_own_timestamp_as_far_from_the_batchs_as_can_be_still_fits_the_size_counted():
+    row = (None, b"v" * 100, (), 0)
+    encoded = len(encode_batch([row], base_timestamp_ms=2**53, max_timestamp_ms=0)) - BATCH_OVERHEAD_BYTES
+    assert encoded <= record_size_bytes(None, row[1]) + OWN_TIMESTAMP_BYTES

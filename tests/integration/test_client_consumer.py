@@ -140,19 +140,21 @@ def test_a_paused_partition_is_neither_fetched_nor_returned_and_resumes_where_it
             consumer.pause([TopicPartition(topic, 7)])
 
 
-def test_offsets_for_times_finds_the_first_record_at_or_after_each_time(admin, bootstrap):
+def test_records_keep_the_timestamps_sent_and_offsets_for_times_finds_the_first_at_or_after_each(admin, bootstrap):
     topic = create(admin, "by-time")
     tp = TopicPartition(topic, 0)
-    stamps = []
-    with Producer(bootstrap, linger_ms=0) as producer:
-        for i in range(3):
-            stamps.append(producer.send(topic, b"v%d" % i, partition=0).result(30).timestamp)
-            wait_for(lambda: time.time() * 1000 > stamps[-1] + 1, 5, "the clock to pass the record's time")
-    assert stamps == sorted(set(stamps))  # three distinct times, in order
-    with Consumer(bootstrap) as consumer:
-        found = consumer.offsets_for_times({tp: stamps[0] + 1})
-        assert found[tp].offset == 1 and found[tp].timestamp == stamps[1] and found[tp].leader_epoch >= 0
-        assert consumer.offsets_for_times({tp: 0})[tp][:2] == (0, stamps[0])
-        assert consumer.offsets_for_times({tp: stamps[2] + 1}) == {tp: None}
+    with Producer(bootstrap) as producer:
+        futures = [producer.send(topic, b"v%d" % i, partition=0, timestamp_ms=ms)
+                   for i, ms in enumerate((1_000, 3_000, 2_000))]
+        assert [f.result(30).timestamp for f in futures] == [1_000, 3_000, 2_000]
+        with pytest.raises(ValueError, match="timestamp_ms must be ms since the Unix epoch"):
+            producer.send(topic, b"v", timestamp_ms=-5)
+    with Consumer(bootstrap, auto_offset_reset="earliest") as consumer:
+        consumer.assign([tp])
+        assert [(r.offset, r.timestamp) for r in poll_until(consumer, 3)] == [(0, 1_000), (1, 3_000), (2, 2_000)]
+        found = consumer.offsets_for_times({tp: 1_500})
+        assert found[tp].offset == 1 and found[tp].timestamp == 3_000 and found[tp].leader_epoch >= 0
+        assert consumer.offsets_for_times({tp: 0})[tp][:2] == (0, 1_000)
+        assert consumer.offsets_for_times({tp: 3_001}) == {tp: None}
         with pytest.raises(ValueError, match="ms since the Unix epoch"):
             consumer.offsets_for_times({tp: -1})

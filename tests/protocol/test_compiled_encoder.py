@@ -55,6 +55,15 @@ def test_rows_outside_the_fast_path_are_declined_and_encoded_in_python():
     assert encode_tuples(with_headers) == encode_records(_tuple_rows(with_headers))
 
 
+
+def test_rows_with_their_own_timestamps_keep_them_and_the_batch_says_the_latest():
+    rows = [(None, b"a"), (b"k", b"b", (), 1_000), (None, b"c", (("h", b"1"),), 5_000)]
+    assert compiled(rows) is None
+    batch = decode_batch(encode_batch(rows, base_timestamp_ms=3_000, max_timestamp_ms=5_000))
+    assert [(r.timestamp, r.key, r.value) for r in batch.records] == [(3_000, None, b"a"), (1_000, b"k", b"b"),
+                                                                       (5_000, None, b"c")]
+    assert batch.max_timestamp == 5_000 and batch.base_timestamp == 3_000
+
 @FUZZ
 @given(values=st.lists(FIELDS, max_size=50))
 def test_keyless_sizes_are_the_producers(values):
