@@ -108,6 +108,15 @@ def host_port(text: str) -> HostPort:
     return HostPort(host.strip("[]"), number)
 
 
+def optional(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """`parse`, or None for an empty value (a setting whose default is another setting's value)."""
+
+    def parse_optional(text: str) -> Any:
+        return parse(text) if text.strip() else None
+
+    return parse_optional
+
+
 def zookeeper_connect(text: str) -> str:
     """Kafka's `zookeeper.connect`: host:port[,host:port...][/chroot]."""
     hosts, _, chroot = text.strip().partition("/")
@@ -153,6 +162,9 @@ def read_properties(path: str) -> dict[str, str]:
             lines = handle.read().splitlines()
     except OSError as error:
         raise ConfigError(f"cannot read the config file {path}: {error.strerror}.") from None
+    except UnicodeDecodeError as error:
+        line = error.object.count(b"\n", 0, error.start) + 1
+        raise ConfigError(f"{path} line {line} is not UTF-8 text; save the file as UTF-8.") from None
     entries: dict[str, str] = {}
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()

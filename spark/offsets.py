@@ -40,14 +40,21 @@ def unreachable(error: ClusterUnreachableError, security: Security) -> ClusterUn
                                    error.error_code)
 
 
-def check_reachable(bootstrap: str, security: Security) -> None:
-    """One metadata request from the driver, so that a write to a cluster it cannot reach stops before
-    any task starts, with what to check."""
+def no_such_topic(topic: str, given: str) -> OptionError:
+    return OptionError(f"topic {topic!r} does not exist ({given}); create it first, "
+                       f"e.g. replog topics create {topic} --partitions 3 --replication-factor 3")
+
+
+def check_write_target(bootstrap: str, security: Security, topic: str | None) -> None:
+    """One metadata request from the driver, so that a write to a cluster it cannot reach, or to a topic
+    option it does not have, stops before any task starts (rather than each task waiting for the topic)."""
     try:
         with Admin(bootstrap, security=security.client_security()) as admin:
-            admin.cluster()
+            topics = admin.cluster().topics
     except ClusterUnreachableError as error:
         raise unreachable(error, security) from None
+    if topic is not None and topic not in topics:
+        raise no_such_topic(topic, f"topic={topic}")
 
 
 class ClusterOffsets:
@@ -76,8 +83,7 @@ class ClusterOffsets:
                           if not described.is_internal and pattern.fullmatch(name) for p in described.partitions)
         for topic in subscription.topics:
             if topic not in topics:
-                raise OptionError(f"topic {topic!r} does not exist ({subscription}); create it first, "
-                                  f"e.g. replog topics create {topic} --partitions 3 --replication-factor 3")
+                raise no_such_topic(topic, str(subscription))
         if subscription.kind == "subscribe":
             return sorted(TopicPartition(topic, p.partition) for topic in subscription.topics
                           for p in topics[topic].partitions)

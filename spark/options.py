@@ -47,6 +47,9 @@ TRANSACTION_TIMEOUT_MS = 900_000
 # Options Spark itself passes along with the user's.
 SPARK_OPTIONS = ("path", "checkpointLocation", "queryName")
 DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+# Offsets and times travel as int64, a transaction's timeout as int32: a larger number is a typo.
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
 
 
 class OptionError(ValueError):
@@ -213,9 +216,9 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
         raise OptionError(f"transactional=true writes with acks=all; leave out acks={given['acks']}")
     if "transactiontimeoutms" in given and not transactional:
         raise OptionError("transactionTimeoutMs only makes sense with transactional=true")
+    timeout_ms = _positive_int(given, "transactionTimeoutMs", INT32_MAX) or TRANSACTION_TIMEOUT_MS
     return SinkOptions(bootstrap=_bootstrap(given), topic=topic.strip() if topic else None, acks=ACKS[acks],
-                       transactional=transactional,
-                       transaction_timeout_ms=_positive_int(given, "transactionTimeoutMs") or TRANSACTION_TIMEOUT_MS,
+                       transactional=transactional, transaction_timeout_ms=timeout_ms,
                        include_headers=_boolean(given, "includeHeaders", False), security=_security(given))
 
 
@@ -255,10 +258,11 @@ def _security(given: Mapping[str, str]) -> Security:
                           "chain to")
     for name in ("ssl.cafile", "ssl.certfile", "ssl.keyfile", "bearerTokenFile"):
         path = value[name]
-        if path and not os.access(path, os.R_OK):
-            raise OptionError(f"option {name} names {path}, which "
-                              f"{'does not exist' if not os.path.exists(path) else 'cannot be read'} here on the "
-                              "driver (the file must be at that path on the driver and on every executor)")
+        if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            problem = ("does not exist" if not os.path.exists(path) else
+                       "is not a file" if not os.path.isfile(path) else "cannot be read")
+            raise OptionError(f"option {name} names {path}, which {problem} here on the driver (the file must be "
+                              "at that path on the driver and on every executor)")
     if value["bearerTokenFile"] and not _read_text(value["bearerTokenFile"]).strip():
         raise OptionError(f"option bearerTokenFile names {value['bearerTokenFile']}, which is empty")
     security = Security(value["ssl.cafile"], value["ssl.certfile"], value["ssl.keyfile"], value["ssl.serverName"],
@@ -308,7 +312,7 @@ def _assign_json(value: str) -> tuple[TopicPartition, ...]:
         raise OptionError(f"option assign must be a JSON object of topics and partition lists, e.g. {example}")
     partitions = []
     for topic, numbers in parsed.items():
-        if not isinstance(numbers, list) or not all(isinstance(n, int) and n >= 0 for n in numbers) or not numbers:
+        if not isinstance(numbers, list) or not numbers or not all(_is_whole(n) and n >= 0 for n in numbers):
             raise OptionError(f"option assign: topic {topic!r} needs a list of partition numbers, e.g. {example}")
         partitions += [TopicPartition(topic, n) for n in numbers]
     return tuple(dict.fromkeys(partitions))
@@ -353,11 +357,11 @@ def _partition_json(value: str, name: str, *, timestamps: bool) -> dict[TopicPar
         if not isinstance(partitions, dict) or not partitions:
             raise OptionError(f"option {name}: topic {topic!r} needs an object of partitions, e.g. {example}")
         for partition, number in partitions.items():
-            if not str(partition).isdigit() or not isinstance(number, int) or isinstance(number, bool):
+            if not str(partition).isdecimal() or not _is_whole(number):
                 raise OptionError(f"option {name}: {topic!r} partition {partition!r} must map a partition number "
                                   f"to an integer, e.g. {example}")
             least = 0 if timestamps else EARLIEST
-            if number < least:
+            if not least <= number <= INT64_MAX:
                 raise OptionError(f"option {name}: {number} for {topic}-{partition} is not "
                                   + ("a time in ms since the Unix epoch" if timestamps
                                      else "an offset (or -2 for earliest, -1 for latest)"))
@@ -372,18 +376,24 @@ def _json(value: str, name: str, example: str):
         raise OptionError(f"option {name} is not valid JSON: {value!r}; write it like {example}") from None
 
 
+def _is_whole(number) -> bool:
+    return isinstance(number, int) and not isinstance(number, bool)  # JSON's true is not partition 1
+
+
 def _timestamp(value: str, name: str) -> int:
-    if not value.strip().isdigit():
+    if not value.strip().isdecimal() or int(value) > INT64_MAX:
         raise OptionError(f"option {name} must be a time in ms since the Unix epoch, not {value!r}")
     return int(value)
 
 
-def _positive_int(given: Mapping[str, str], name: str) -> int | None:
+def _positive_int(given: Mapping[str, str], name: str, most: int = INT64_MAX) -> int | None:
     value = given.get(name.lower())
     if value is None:
         return None
-    if not value.strip().isdigit() or int(value) <= 0:
+    if not value.strip().isdecimal() or int(value) <= 0:
         raise OptionError(f"option {name} must be a positive whole number, not {value!r}")
+    if int(value) > most:
+        raise OptionError(f"option {name} must be at most {most}, not {value!r}")
     return int(value)
 
 

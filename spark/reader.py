@@ -62,8 +62,24 @@ def plan(starts: dict[TopicPartition, int], ends: dict[TopicPartition, int],
             for r in split_ranges(ranges_between(starts, ends), min_partitions)]
 
 
+def given_offset(spec: OffsetSpec, tp: TopicPartition) -> bool:
+    """Whether `spec` names an offset of its own for `tp` (not earliest, latest or a time)."""
+    return spec.kind == "offsets" and spec.offsets.get(tp, LATEST) >= 0
+
+
+def refuse_start_after_end(options: SourceOptions, starts: dict[TopicPartition, int], ends: dict[TopicPartition, int],
+                           end_name: str) -> None:
+    """An offset given in startingOffsets or endingOffsets that puts a start after its end is a mistake, not an
+    empty read (spark-sql-kafka fails such a query too; a stream would take it for a log truncated under it)."""
+    for tp, start in starts.items():
+        if (given_offset(options.starting, tp) or given_offset(options.ending, tp)) and start > ends[tp]:
+            raise OptionError(f"startingOffsets for {tp} ({start}) is after {end_name} ({ends[tp]})")
+
+
 def read_range(options: SourceOptions, partition: RangePartition) -> Iterator:
     """The task's side, shared by batch and streaming reads: Arrow batches of one range."""
+    if not isinstance(partition, RangePartition):
+        return  # PySpark runs a plan without ranges as one InputPartition(None): nothing to read
     allocator.keep_freed_memory()  # the task's process: fetch answers of up to 16 MiB, one after another
     reader = PartitionReader(options.bootstrap, ReadSettings(
         isolation_level=options.isolation_level, include_headers=options.include_headers,
@@ -91,11 +107,8 @@ class ReplogBatchReader(DataSourceReader):
             tps = self._cluster.partitions()
             starts = self._cluster.resolve(self.options.starting, tps, EARLIEST, "startingOffsets")
             ends = self._cluster.resolve(self.options.ending, tps, LATEST, "endingOffsets")
-            for tp in tps:
-                if self.options.starting.kind == "offsets" and self.options.ending.kind == "offsets" \
-                        and starts[tp] > ends[tp]:
-                    raise OptionError(f"startingOffsets for {tp} ({starts[tp]}) is after its endingOffsets "
-                                      f"({ends[tp]})")
+            refuse_start_after_end(self.options, starts, ends, "the offset the read ends at")
+            self._refuse_end_after_latest(ends)
             kept = [tp for tp in tps if narrowing.keeps(tp)]
             time_starts = None if narrowing.timestamp_from_ms is None else self._cluster.resolve(
                 OffsetSpec("timestamp", timestamp_ms=narrowing.timestamp_from_ms), kept, EARLIEST, "a timestamp filter")
@@ -103,6 +116,14 @@ class ReplogBatchReader(DataSourceReader):
             self._cluster.close()
         starts, ends = narrowing.cut(starts, ends, time_starts)
         return plan(starts, ends, self.options.min_partitions)
+
+    def _refuse_end_after_latest(self, ends: dict[TopicPartition, int]) -> None:
+        """An endingOffsets past the log end would have the tasks wait for offsets that are not there."""
+        given = [tp for tp in ends if given_offset(self.options.ending, tp)]
+        for tp, latest in self._cluster.latest(given).items():
+            if ends[tp] > latest:
+                raise OptionError(f"endingOffsets for {tp} ({ends[tp]}) is after the partition's latest offset "
+                                  f"({latest})")
 
     def read(self, partition: RangePartition) -> Iterator:
         return read_range(self.options, partition)
@@ -134,7 +155,11 @@ class ReplogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict:
         tps = self._cluster.partitions()
-        return offsets_to_json(self._cluster.resolve(self.options.starting, tps, LATEST, "startingOffsets"))
+        starts = self._cluster.resolve(self.options.starting, tps, LATEST, "startingOffsets")
+        given = [tp for tp in tps if given_offset(self.options.starting, tp)]
+        refuse_start_after_end(self.options, {tp: starts[tp] for tp in given}, self._cluster.latest(given),
+                               "the partition's latest offset")
+        return offsets_to_json(starts)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.max_offsets_per_trigger is not None:

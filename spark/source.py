@@ -9,7 +9,7 @@ from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
 from replog.spark.arrow import arrow_schema, spark_schema
-from replog.spark.offsets import check_reachable
+from replog.spark.offsets import check_write_target
 from replog.spark.options import (
     OptionError,
     SinkOptions,
@@ -56,7 +56,7 @@ def _planned_write(given, schema: StructType, overwrite: bool) -> tuple[SinkOpti
     options = sink_options(given)
     _refuse_overwrite(overwrite)
     columns = sink_columns(schema, options)
-    check_reachable(options.bootstrap, options.security)
+    check_write_target(options.bootstrap, options.security, options.topic)
     log.info("writing to %s over %s", options.bootstrap, options.security)
     return options, columns
 

@@ -127,8 +127,9 @@ def send_rows(producer: Producer, options: SinkOptions, columns: Columns, batche
         headers = batch.column("headers").to_pylist() if columns.headers else None
         for index, value in enumerate(values):
             topic = topics[index] if topics is not None else options.topic
-            if topic is None:
-                raise OptionError(f"row {rows - len(values) + index} has a null topic and no topic option is set")
+            if not topic:
+                raise OptionError(f"row {rows - len(values) + index} has a null or empty topic and no topic option "
+                                  "is set")
             record = producer.send(
                 topic, value, key=keys[index] if keys is not None else None,
                 headers=[(h["key"], h["value"]) for h in headers[index] or ()] if headers is not None else None,

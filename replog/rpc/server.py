@@ -94,13 +94,21 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
     ]
 
 
+# grpc binds with SO_REUSEPORT on Linux: a second process on a port another grpc server holds would
+# start as if all was well and get half its connections. Without it, the port in use is an error.
+LISTEN_ALONE = (("grpc.so_reuseport", 0),)
+
+
 def start_metrics_endpoint(host: str, port: int, tls: ServerTls | None = None) -> int:
     """Serve /metrics (HTTPS under `tls`) in a background thread; returns the bound port."""
-    if tls is None:
-        server, _ = prometheus_client.start_http_server(port, addr=host)
-        return server.server_port
-    httpd = wsgiref.simple_server.make_server(host, port, prometheus_client.make_wsgi_app(), _MetricsServer,
-                                              handler_class=_QuietHandler)
+    try:
+        if tls is None:
+            server, _ = prometheus_client.start_http_server(port, addr=host)
+            return server.server_port
+        httpd = wsgiref.simple_server.make_server(host, port, prometheus_client.make_wsgi_app(), _MetricsServer,
+                                                  handler_class=_QuietHandler)
+    except OSError as error:
+        raise SystemExit(f"cannot listen on {host}:{port} (metrics.port): {error.strerror}.") from None
     # The handshake happens in the request's own thread: a client that stalls it holds only that one.
     httpd.socket = metrics_ssl_context(tls).wrap_socket(httpd.socket, server_side=True, do_handshake_on_connect=False)
     threading.Thread(target=httpd.serve_forever, name="metrics", daemon=True).start()
@@ -143,7 +151,8 @@ async def serve(name: str, service: Service, listener: HostPort, config: Config)
         interceptors.append(QuotaInterceptor(authenticator, quotas))
     if authorizer is not None or authenticator.verifies_tokens:
         interceptors.append(SecurityInterceptor(authenticator, authorizer))
-    server = grpc.aio.server(interceptors=interceptors, options=channel_options(config["socket.request.max.bytes"]))
+    server = grpc.aio.server(interceptors=interceptors,
+                             options=[*channel_options(config["socket.request.max.bytes"]), *LISTEN_ALONE])
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = list(service.add_to_server(server))
@@ -221,7 +230,7 @@ async def _start_health_server(health_servicer: health.aio.HealthServicer, host:
     and the answer (SERVING or not) tells nobody anything else."""
     if port == 0:
         return None
-    server = grpc.aio.server()
+    server = grpc.aio.server(options=LISTEN_ALONE)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     try:
         bound = server.add_insecure_port(f"{host}:{port}")

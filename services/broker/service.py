@@ -46,7 +46,7 @@ SETTINGS: tuple[Setting, ...] = (
             "this broker's id, unique in the cluster"),
     Setting("listeners", configuration.host_port, configuration.host_port("127.0.0.1:9092"),
             "host:port the BrokerService listens on"),
-    Setting("advertised.listeners", configuration.string, "",
+    Setting("advertised.listeners", configuration.optional(configuration.host_port), None,
             "host:port clients and other brokers use to reach this broker (default: listeners)"),
     Setting("broker.rack", configuration.string, "", "the rack (or zone) of this broker"),
     Setting("log.dirs", configuration.path_list, ("/tmp/replog-logs",),
@@ -103,8 +103,7 @@ class BrokerProcess:
     def __init__(self, config: configuration.Config) -> None:
         self.broker_id: int = config["broker.id"]
         listener = config["listeners"]
-        advertised = config["advertised.listeners"]
-        self._advertised = configuration.host_port(advertised) if advertised else listener
+        self._advertised = config["advertised.listeners"] or listener
         self._rack: str | None = config["broker.rack"] or None
         self._log_dirs: tuple[str, ...] = config["log.dirs"]
         self._metrics_port: int = config["metrics.port"]

@@ -127,6 +127,10 @@ def test_pushed_filters_without_sparks_setting_are_refused_naming_it(spark, boot
         replog(spark, bootstrap, subscribe="orders", pushFilters="true").where("partition = 1").count()
 
 
+def test_a_pattern_that_matches_no_topic_reads_no_rows(spark, bootstrap):
+    assert replog(spark, bootstrap, subscribePattern="no-topic-is-named-so-.*").count() == 0
+
+
 def test_a_pattern_subscription_and_headers(spark, bootstrap, admin):
     create_topic(admin, "events-a", partitions=1)
     create_topic(admin, "events-b", partitions=1)
@@ -174,6 +178,10 @@ BAD_READS = [
      "option startingOffsets is not valid JSON"),
     ({"bootstrap": None, "subscribe": "no-such-topic"}, "topic 'no-such-topic' does not exist"),
     ({"bootstrap": None, "assign": '{"orders":[7]}'}, "partition orders-7 does not exist"),
+    ({"bootstrap": None, "subscribe": "orders", "startingOffsets": '{"orders":{"0":1000000}}'},
+     "startingOffsets for orders-0 (1000000) is after the offset the read ends at"),
+    ({"bootstrap": None, "subscribe": "orders", "endingOffsets": '{"orders":{"0":1000000}}'},
+     "endingOffsets for orders-0 (1000000) is after the partition's latest offset"),
 ]
 
 
@@ -190,11 +198,22 @@ def test_bad_options_get_one_clear_error_before_any_task_starts(spark, bootstrap
     assert spark.sparkContext.statusTracker().getJobIdsForGroup(group) == []
 
 
+def test_a_row_with_an_empty_topic_fails_its_write_at_once_naming_the_row(spark, bootstrap, orders):
+    rows = spark.createDataFrame([("orders", "x"), ("", "y")], "topic string, value string").coalesce(1)
+    started = time.monotonic()
+    with pytest.raises(Exception, match="row 1 has a null or empty topic and no topic option is set"):
+        rows.write.format("replog").option("bootstrap", bootstrap).mode("append").save()
+    assert time.monotonic() - started < 30  # not a producer waiting for a topic named ""
+
+
 def test_a_bad_write_is_refused_before_any_task_starts(spark, bootstrap):
     rows = spark.createDataFrame([("x",)], "payload string")
     with pytest.raises(Exception, match="writing to replog needs a value column"):
         rows.write.format("replog").option("bootstrap", bootstrap).option("topic", "orders").mode("append").save()
     values = spark.createDataFrame([("x",)], "value string")
+    with pytest.raises(Exception, match=r"topic 'no-such-topic' does not exist \(topic=no-such-topic\)"):
+        (values.write.format("replog").option("bootstrap", bootstrap).option("topic", "no-such-topic")
+         .mode("append").save())
     with pytest.raises(Exception, match="a replog topic is append-only"):
         values.write.format("replog").option("bootstrap", bootstrap).option("topic", "orders").mode("overwrite").save()
     with pytest.raises(Exception, match="transactional=true writes with acks=all"):

@@ -69,6 +69,15 @@ def test_assign_and_admission_control():
     ({"subscribe": "t", "isolationLevel": "serializable"}, "isolationLevel must be read_uncommitted or read_committed"),
     ({"subscribe": "t", "startingOffset": "earliest"}, "unknown option 'startingoffset'"),
     ({"subscribe": "t", "maxTriggerDelay": "5m"}, "maxTriggerDelay only makes sense with minOffsetsPerTrigger"),
+    # Numbers Python's isdigit() takes and int() does not, a JSON true taken for partition 1, and numbers
+    # larger than an offset or a time can be.
+    ({"subscribe": "t", "maxOffsetsPerTrigger": "\u00b2"}, "maxOffsetsPerTrigger must be a positive whole number"),
+    ({"subscribe": "t", "startingTimestamp": "\u00b2"}, "must be a time in ms"),
+    ({"subscribe": "t", "startingOffsets": '{"t":{"\u00b2":1}}'}, "must map a partition number to an integer"),
+    ({"assign": '{"t":[true]}'}, "topic 't' needs a list of partition numbers"),
+    ({"subscribe": "t", "startingTimestamp": "99999999999999999999"}, "must be a time in ms"),
+    ({"subscribe": "t", "startingOffsetsByTimestamp": '{"t":{"0":99999999999999999999}}'}, "is not a time in ms"),
+    ({"subscribe": "t", "startingOffsets": '{"t":{"0":99999999999999999999}}'}, "is not an offset"),
 ])
 def test_bad_read_options_get_one_sentence(options, says):
     with pytest.raises(OptionError, match=says.replace("(", r"\(").replace("[", r"\[")):
@@ -109,6 +118,8 @@ def test_transactional_sink_options():
         sink_options({**BOOTSTRAP, "transactionTimeoutMs": "1000"})
     with pytest.raises(OptionError, match="option transactionTimeoutMs must be a positive whole number"):
         sink_options({**BOOTSTRAP, "transactional": "true", "transactionTimeoutMs": "soon"})
+    with pytest.raises(OptionError, match="option transactionTimeoutMs must be at most 2147483647"):
+        sink_options({**BOOTSTRAP, "transactional": "true", "transactionTimeoutMs": "99999999999"})
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +131,7 @@ def certificates(tmp_path_factory):
     authority = Authority.create(str(folder / "ca"))
     client, other = authority.issue(str(folder), "spark"), authority.issue(str(folder), "other")
     return {"cafile": authority.cafile, "certfile": client.certfile, "keyfile": client.keyfile,
-            "other_keyfile": other.keyfile, "missing": str(folder / "missing.pem")}
+            "other_keyfile": other.keyfile, "missing": str(folder / "missing.pem"), "folder": str(folder)}
 
 
 def test_the_ssl_options_reach_every_client_as_replogs_client_security(certificates, tmp_path):
@@ -158,6 +169,8 @@ def test_client_properties_become_the_ssl_options():
     ({"ssl.serverName": "broker"}, "option ssl.serverName is for TLS: set ssl.cafile too"),
     ({"ssl.cafile": "cafile", "bearerToken": "t", "bearerTokenFile": "cafile"},
      "give bearerToken or bearerTokenFile, not both"),
+    ({"ssl.cafile": "cafile", "bearerTokenFile": "folder"},
+     "option bearerTokenFile names {folder}, which is not a file"),
 ])
 def test_bad_ssl_options_get_one_sentence_on_the_driver(certificates, options, says):
     given = {name: certificates.get(value, value) for name, value in options.items()}

@@ -130,6 +130,15 @@ def test_fail_on_data_loss_names_the_deleted_range_or_goes_on_from_the_earliest(
     assert offsets[10] >= earliest and offsets[10:] == list(range(offsets[10], latest))
 
 
+def test_a_stream_starting_past_the_log_end_is_refused_naming_the_offset(spark, bootstrap, admin, tmp_path):
+    create_topic(admin, "short", partitions=1)
+    produce(bootstrap, "short", [(None, b"x")] * 10)
+    failed = run_available_now(stream(spark, bootstrap, "short", startingOffsets='{"short":{"0":1000}}'),
+                               tmp_path / "sink", tmp_path / "checkpoint")
+    assert "OptionError: startingOffsets for short-0 (1000) is after the partition's latest offset (10)" in str(
+        failed.exception())
+
+
 def test_the_orders_per_minute_job_writes_each_minutes_totals(spark, bootstrap, admin, tmp_path):
     import datetime
     import json

@@ -36,6 +36,8 @@ def test_later_sources_win_and_each_value_says_where_it_came_from(tmp_path):
         ({"broker.id": "1", "zookeeper.connect": "zk"}, "invalid value 'zk' for zookeeper.connect"),
         ({"broker.id": "1", "zookeeper.connect": "zk:1", "listeners": "host:99999"}, "port from 0 to 65535"),
         ({"broker.id": "1", "zookeeper.connect": "zk:1", "log.dir": "/x"}, "unknown broker setting 'log.dir'"),
+        ({"broker.id": "1", "zookeeper.connect": "zk:1", "advertised.listeners": "broker-1"},
+         "invalid value 'broker-1' for advertised.listeners"),
     ],
 )
 def test_a_bad_value_is_named_with_what_is_wrong(overrides, message):
@@ -47,6 +49,13 @@ def test_a_malformed_properties_line_is_reported_with_its_number(tmp_path):
     properties = tmp_path / "bad.properties"
     properties.write_text("broker.id=1\njust words\n")
     with pytest.raises(config.ConfigError, match="line 2 is not key=value"):
+        load(file_path=str(properties))
+
+
+def test_a_properties_file_in_another_encoding_is_named_with_the_line(tmp_path):
+    properties = tmp_path / "latin1.properties"
+    properties.write_bytes("broker.id=1\nbroker.rack=caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(config.ConfigError, match="latin1.properties line 2 is not UTF-8 text"):
         load(file_path=str(properties))
 
 
