@@ -51,6 +51,7 @@ class Partition {
     this.lookingUp = false;
     this.fetching = false; // in a Fetch on its way
     this.buffered = false; // a Fetch answer for it waits to be handed out
+    this.paused = false; // pause(): neither fetched nor handed out until resume()
   }
 }
 
@@ -113,10 +114,33 @@ class Consumer {
 
   /** Read a partition from `offset` on with the next poll. */
   seek({ topic, partition }, offset) {
-    const part = this.partitions.get(partitionKey(topic, partition));
-    if (!part) throw new ReplogError(`${topic}-${partition} is not assigned to this consumer`, 'INVALID_REQUEST');
+    const part = this._assigned({ topic, partition });
     part.position = offset;
     part.leaderEpoch = -1;
+  }
+
+  /**
+   * Fetch and hand out nothing of these partitions ([{topic, partition}]) until resume(); what was
+   * fetched already waits, and positions and the group's assignment stay (Kafka's pause).
+   */
+  pause(partitions) {
+    for (const part of partitions.map((tp) => this._assigned(tp))) part.paused = true;
+  }
+
+  resume(partitions) {
+    for (const part of partitions.map((tp) => this._assigned(tp))) part.paused = false;
+    this.answered?.(); // a poll() waiting hands out what was held back
+  }
+
+  /** The paused partitions, [{topic, partition}]. */
+  paused() {
+    return [...this.partitions.values()].filter((p) => p.paused).map(({ topic, partition }) => ({ topic, partition }));
+  }
+
+  _assigned({ topic, partition }) {
+    const part = this.partitions.get(partitionKey(topic, partition));
+    if (!part) throw new ReplogError(`${topic}-${partition} is not assigned to this consumer`, 'INVALID_REQUEST');
+    return part;
   }
 
   /**
@@ -200,7 +224,9 @@ class Consumer {
         const leftMs = deadline - Date.now();
         if (records.length || leftMs <= 0) return records;
         // With no Fetch on its way (no position yet, no leader known), look again soon.
-        if (this.completed.length === 0) await this._nextAnswer(this.fetchingFrom.size ? leftMs : Math.min(leftMs, 50));
+        if (!this.completed.some((c) => !c.part.paused)) {
+          await this._nextAnswer(this.fetchingFrom.size ? leftMs : Math.min(leftMs, 50));
+        }
       }
     } finally {
       this.polling = false;
@@ -296,20 +322,27 @@ class Consumer {
   /** The records of the answers that came, from each partition's position on. */
   _handOut() {
     const records = [];
-    for (const { part, position, result } of this.completed.splice(0)) {
-      part.buffered = false;
+    const held = []; // the answers of paused partitions, kept in order for resume()
+    for (const answer of this.completed.splice(0)) {
+      const { part, position, result } = answer;
       // A partition given up, moved (seek) or no longer assigned meanwhile keeps nothing of this answer.
-      if (this.partitions.get(partitionKey(part.topic, part.partition)) !== part || part.revoking ||
-        part.position !== position) continue;
-      this._take(part, result, records);
+      const current = this.partitions.get(partitionKey(part.topic, part.partition)) === part && !part.revoking &&
+        part.position === position;
+      if (current && part.paused) {
+        held.push(answer);
+        continue;
+      }
+      part.buffered = false;
+      if (current) this._take(part, result, records);
     }
+    this.completed.push(...held);
     return records;
   }
 
   /** A Fetch to each leader with none on its way, for its partitions with nothing left to hand out. */
   async _sendFetches() {
     const fetchable = [...this.partitions.values()].filter((p) => p.position !== null && !p.revoking && !p.fetching &&
-      !p.buffered);
+      !p.buffered && !p.paused);
     if (fetchable.length === 0) return;
     const byLeader = await this._byLeader(fetchable);
     for (const [leaderId, parts] of byLeader) {

@@ -63,3 +63,29 @@ test('an answer for a position the application moved meanwhile (seek) is dropped
   assert.deepStrictEqual((await consumer.poll(2000)).map((r) => [r.offset, String(r.value)]), [[10, 'k']]);
   await consumer.close();
 });
+
+test('a paused partition is neither fetched nor handed out, and resume() hands out what it held', async () => {
+  const { consumer, fetches } = scriptedConsumer();
+  const tp = { topic: 'orders', partition: 0 };
+  const first = consumer.poll(2000);
+  await new Promise((resolve) => setImmediate(resolve));
+  consumer.pause([tp]);
+  assert.deepStrictEqual(consumer.paused(), [tp]);
+  fetches[0].answer(['a', 'b'], 0);
+  const resumed = setTimeout(() => consumer.resume([tp]), 150); // while poll() waits
+  const started = Date.now();
+  assert.deepStrictEqual((await first).map((r) => String(r.value)), ['a', 'b']);
+  assert.ok(Date.now() - started >= 100, 'the records were held until resume()');
+  clearTimeout(resumed);
+  assert.deepStrictEqual(fetches.map((f) => f.offset), [0, 2], 'no Fetch while paused; the next once resumed');
+  consumer.pause([tp]);
+  fetches[1].answer(['c'], 2);
+  assert.deepStrictEqual(await consumer.poll(100), []);
+  assert.deepStrictEqual(fetches.map((f) => f.offset), [0, 2]);
+  assert.strictEqual(consumer.position(tp), 2);
+  consumer.resume([tp]);
+  assert.deepStrictEqual((await consumer.poll(100)).map((r) => r.offset), [2]);
+  assert.deepStrictEqual(consumer.paused(), []);
+  assert.throws(() => consumer.pause([{ topic: 'orders', partition: 9 }]), /orders-9 is not assigned to this consumer/);
+  await consumer.close();
+});
