@@ -175,6 +175,9 @@ def source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOpti
                 raise OptionError(f"{name} is for batch reads only; a streaming query reads on as records arrive")
     starting = _offset_spec(given, "starting", "latest" if streaming else "earliest", streaming=streaming)
     ending = _offset_spec(given, "ending", "latest", streaming=streaming)
+    if starting.kind == ending.kind == "timestamp" and starting.timestamp_ms > ending.timestamp_ms:
+        raise OptionError(f"startingTimestamp {starting.timestamp_ms} is after endingTimestamp {ending.timestamp_ms}: "
+                          "the read would be empty")
     min_per_trigger = _positive_int(given, "minOffsetsPerTrigger")
     if "maxtriggerdelay" in given and min_per_trigger is None:
         raise OptionError("maxTriggerDelay only makes sense with minOffsetsPerTrigger")

@@ -78,6 +78,8 @@ def test_assign_and_admission_control():
     ({"subscribe": "t", "startingTimestamp": "99999999999999999999"}, "must be a time in ms"),
     ({"subscribe": "t", "startingOffsetsByTimestamp": '{"t":{"0":99999999999999999999}}'}, "is not a time in ms"),
     ({"subscribe": "t", "startingOffsets": '{"t":{"0":99999999999999999999}}'}, "is not an offset"),
+    ({"subscribe": "t", "startingTimestamp": "2000", "endingTimestamp": "1000"},
+     "startingTimestamp 2000 is after endingTimestamp 1000"),
 ])
 def test_bad_read_options_get_one_sentence(options, says):
     with pytest.raises(OptionError, match=says.replace("(", r"\(").replace("[", r"\[")):
