@@ -313,6 +313,21 @@ def test_a_leader_sigkilled_while_node_produces_loses_nothing_node_acknowledged_
         assert sent == sorted(sent), f"partition {partition} holds records out of the order they were sent"
 
 
+def test_node_records_keep_their_timestamps_are_found_by_time_and_a_paused_partition_waits(admin, bootstrap):
+    topic = create(admin, "node-by-time", 2)
+    answer = json.loads(run_node(script("by_time.js"), bootstrap, topic, timeout_s=PRODUCE_DEADLINE_S).stdout)
+    assert sorted(answer["whilePaused"]) == [[1, 0, 5000], [1, 1, 6000]]  # nothing of the paused partition
+    assert answer["afterResume"] == [[0, 0, 1000], [0, 1, 3000], [0, 2, 2000]]
+    assert answer["found"] == [
+        {"topic": topic, "partition": 0, "offset": 1, "timestamp": 3000, "leaderEpoch": 0},
+        {"topic": topic, "partition": 1, "offset": 0, "timestamp": 5000, "leaderEpoch": 0},
+        None,  # no record of partition 0 at or after 3001
+    ]
+    read = read_all(bootstrap, topic, 2, 5)  # Python reads the same timestamps
+    assert sorted((r.partition, r.offset, r.timestamp) for r in read) == [
+        (0, 0, 1000), (0, 1, 3000), (0, 2, 2000), (1, 0, 5000), (1, 1, 6000)]
+
+
 def test_a_request_refused_whole_names_its_kafka_error_to_a_node_client(bootstrap):
     answer = json.loads(run_node(script("refused.js"), bootstrap).stdout)
     assert answer["refused"] and answer["grpcCode"] == 3  # INVALID_ARGUMENT

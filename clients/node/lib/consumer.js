@@ -10,7 +10,7 @@
 // records of aborted transactions, using the aborted transactions each Fetch answer lists.
 
 const { Cluster, unary, sleep } = require('./cluster');
-const { STALE_LEADER, ReplogError, errorName } = require('./errors');
+const { RETRIABLE, STALE_LEADER, ReplogError, errorName } = require('./errors');
 const { withDefaults } = require('./options');
 const { GroupMember } = require('./group');
 const { partitionKey, splitKey } = require('./membership');
@@ -299,6 +299,62 @@ class Consumer {
         }
       }
     }));
+  }
+
+  /**
+   * For each of [{topic, partition, timestamp}] (ms since the Unix epoch), the first offset whose record
+   * is at or after that time, [{topic, partition, offset, timestamp, leaderEpoch}] in the same order, or
+   * null where no record is that late (Kafka's offsetsForTimes). A leader that moved is asked again until
+   * requestTimeoutMs has passed.
+   */
+  async offsetsForTimes(asked) {
+    const keys = new Set();
+    for (const { topic, partition, timestamp } of asked) {
+      if (!Number.isSafeInteger(timestamp) || timestamp < 0) {
+        throw new ReplogError(`the time to look up for ${topic}-${partition} must be ms since the Unix epoch, ` +
+          `not ${timestamp}`, 'INVALID_REQUEST');
+      }
+      if (keys.has(partitionKey(topic, partition))) {
+        throw new ReplogError(`${topic}-${partition} is asked twice; give one time per partition`, 'INVALID_REQUEST');
+      }
+      keys.add(partitionKey(topic, partition));
+    }
+    const found = new Map();
+    const deadline = Date.now() + this.config.requestTimeoutMs;
+    for (;;) {
+      const missing = asked.filter((a) => !found.has(partitionKey(a.topic, a.partition)));
+      if (missing.length === 0) break;
+      const byLeader = await this._byLeader(missing);
+      await Promise.all([...byLeader].map(async ([leaderId, group]) => {
+        const response = await unary(this.cluster.broker(leaderId), 'ListOffsets', {
+          replica_id: -1,
+          isolation_level: this.isolationLevel,
+          topics: topicsOf(group, (a) => ({ partition: a.partition, current_leader_epoch: -1, timestamp_ms: a.timestamp })),
+        }, this.config.requestTimeoutMs);
+        for (const topic of response.topics) {
+          for (const result of topic.partitions) {
+            const code = errorName(result.error_code);
+            const { partition, offset, leader_epoch: leaderEpoch } = result;
+            if (code === 'NONE') {
+              found.set(partitionKey(topic.topic, partition),
+                offset >= 0 ? { topic: topic.topic, partition, offset, timestamp: result.timestamp_ms, leaderEpoch } : null);
+            } else if (!RETRIABLE.has(code)) {
+              throw new ReplogError(`ListOffsets for ${topic.topic}-${partition}: ${code}: ${result.error_message}`, code);
+            } else if (STALE_LEADER.has(code)) {
+              this._refreshMetadata();
+            }
+          }
+        }
+      }));
+      if (asked.every((a) => found.has(partitionKey(a.topic, a.partition)))) break;
+      if (Date.now() >= deadline) {
+        const names = missing.map((a) => `${a.topic}-${a.partition}`).join(', ');
+        throw new ReplogError(`no leader answered for ${names} within ${this.config.requestTimeoutMs} ms`,
+          'LEADER_NOT_AVAILABLE');
+      }
+      await sleep(this.config.retryBackoffMs);
+    }
+    return asked.map((a) => found.get(partitionKey(a.topic, a.partition)));
   }
 
   async _byLeader(parts) {

@@ -89,3 +89,30 @@ test('a paused partition is neither fetched nor handed out, and resume() hands o
   assert.throws(() => consumer.pause([{ topic: 'orders', partition: 9 }]), /orders-9 is not assigned to this consumer/);
   await consumer.close();
 });
+
+test('offsetsForTimes asks each leader by time and gives null where no record is that late', async () => {
+  const consumer = new Consumer('127.0.0.1:1', { logger: false });
+  consumer.cluster.brokers.set(1, '127.0.0.1:1');
+  consumer.cluster.topics.set('orders', { error: 'NONE', partitions: new Map([[0, { leader: 1, leaderEpoch: 3 }],
+    [1, { leader: 1, leaderEpoch: 3 }]]) });
+  const asked = [];
+  consumer.cluster.broker = () => ({
+    ListOffsets(request, options, callback) {
+      asked.push(request.topics[0].partitions.map((p) => [p.partition, p.timestamp_ms]));
+      callback(null, { topics: [{ topic: 'orders', partitions: request.topics[0].partitions.map((p) => (
+        p.partition === 0
+          ? { partition: 0, error_code: 'ERROR_CODE_NONE', offset: 1, timestamp_ms: 3000, leader_epoch: 3 }
+          : { partition: 1, error_code: 'ERROR_CODE_NONE', offset: -1, timestamp_ms: -1, leader_epoch: 3 })) }] });
+    },
+  });
+  const found = await consumer.offsetsForTimes([{ topic: 'orders', partition: 1, timestamp: 9000 },
+    { topic: 'orders', partition: 0, timestamp: 1500 }]);
+  assert.deepStrictEqual(found, [null, { topic: 'orders', partition: 0, offset: 1, timestamp: 3000, leaderEpoch: 3 }]);
+  assert.deepStrictEqual(asked, [[[1, 9000], [0, 1500]]], 'one ListOffsets for the leader of both');
+  await assert.rejects(consumer.offsetsForTimes([{ topic: 'orders', partition: 0, timestamp: -1 }]),
+    /orders-0 must be ms since the Unix epoch, not -1/);
+  await assert.rejects(consumer.offsetsForTimes([{ topic: 'orders', partition: 0, timestamp: 1 },
+    { topic: 'orders', partition: 0, timestamp: 2 }]), /orders-0 is asked twice; give one time per partition/);
+  assert.strictEqual(asked.length, 1, 'nothing was asked of a leader for a refused call');
+  await consumer.close();
+});
