@@ -58,7 +58,8 @@ def test_too_late_once_grpc_is_imported(monkeypatch):
 
 
 # A process with RPCs in flight on two threads forks children only to exec /bin/true, as
-# subprocess.Popen does with a preexec_fn (PySpark starting its JVM); prints how many died.
+# subprocess.Popen does with a preexec_fn (PySpark starting its JVM); prints how many died, or hung
+# before their exec (killed after 10 s, so that none is left behind).
 FORKING = """
 import subprocess, sys, threading
 from concurrent import futures
@@ -83,9 +84,18 @@ threads = [threading.Thread(target=calls) for _ in range(2)]
 for thread in threads:
     thread.start()
 stub.Check(health_pb2.HealthCheckRequest(), timeout=10)
+def lost():
+    child = subprocess.Popen(["/bin/true"], preexec_fn=lambda: None)
+    try:
+        return child.wait(timeout=10) != 0
+    except subprocess.TimeoutExpired:  # stuck between its fork and its exec: as lost as one that died
+        child.kill()
+        child.wait()
+        return True
+
 died = 0
 for _ in range(int(sys.argv[2])):
-    died += subprocess.Popen(["/bin/true"], preexec_fn=lambda: None).wait() != 0
+    died += lost()
     if died and sys.argv[3] == "first":
         break
 stop.set()
@@ -98,7 +108,7 @@ FORKS = 1000
 
 
 def died_of(forks: int, how: str, until: str = "all") -> int:
-    """How many of `forks` children died; with until="first", stop at the first death."""
+    """How many of `forks` children died or hung; with until="first", stop at the first."""
     env = {k: v for k, v in os.environ.items() if k != FORK_SUPPORT_ENV}
     # A thousand forks take about ten seconds on an idle machine; far longer beside a Spark job or a cluster.
     result = subprocess.run([sys.executable, "-c", FORKING, how, str(forks), until], env=env, capture_output=True,
