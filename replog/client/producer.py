@@ -256,7 +256,7 @@ class Producer:
             if timestamp_ms.__class__ is not int or timestamp_ms < 0:
                 raise ValueError(f"timestamp_ms must be ms since the Unix epoch, not {timestamp_ms!r}")
             row = (key, value, headers or (), timestamp_ms)
-            size = record_size_bytes(key, value, headers or ()) + OWN_TIMESTAMP_BYTES
+            size = record_size_bytes(key, value, row[2]) + OWN_TIMESTAMP_BYTES
         elif headers is None:
             row = (key, value)
             size = record_size_bytes(key, value)

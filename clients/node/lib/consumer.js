@@ -280,25 +280,37 @@ class Consumer {
     }
     const byLeader = await this._byLeader(parts);
     await Promise.all([...byLeader].map(async ([leaderId, group]) => {
-      const response = await unary(this.cluster.broker(leaderId), 'ListOffsets', {
-        replica_id: -1,
-        isolation_level: this.isolationLevel,
-        topics: topicsOf(group, (p) => ({ partition: p.partition, current_leader_epoch: -1,
-          timestamp_ms: RESET_TIMESTAMPS[policy] })),
-      }, this.config.requestTimeoutMs);
-      for (const topic of response.topics) {
-        for (const result of topic.partitions) {
-          const part = this.partitions.get(partitionKey(topic.topic, result.partition));
-          const code = errorName(result.error_code);
-          if (code !== 'NONE') {
-            if (STALE_LEADER.has(code)) this._refreshMetadata();
-            this.log.warn(`ListOffsets for ${topic.topic}-${result.partition}: ${code}: ${result.error_message}`);
-          } else if (part && part.position === null) {
-            part.position = result.offset;
-          }
+      for (const { topic, code, result } of await this._listOffsets(leaderId, group, () => RESET_TIMESTAMPS[policy])) {
+        const part = this.partitions.get(partitionKey(topic, result.partition));
+        if (code !== 'NONE') {
+          this.log.warn(`ListOffsets for ${topic}-${result.partition}: ${code}: ${result.error_message}`);
+        } else if (part && part.position === null) {
+          part.position = result.offset;
         }
       }
     }));
+  }
+
+  /**
+   * One ListOffsets at a leader for `parts` ([{topic, partition}]), each at timestampOf(part) (-2 earliest,
+   * -1 latest, or ms since the Unix epoch): [{topic, code, result}] per partition answered, with the
+   * metadata refreshed where the leader moved.
+   */
+  async _listOffsets(leaderId, parts, timestampOf) {
+    const response = await unary(this.cluster.broker(leaderId), 'ListOffsets', {
+      replica_id: -1,
+      isolation_level: this.isolationLevel,
+      topics: topicsOf(parts, (p) => ({ partition: p.partition, current_leader_epoch: -1, timestamp_ms: timestampOf(p) })),
+    }, this.config.requestTimeoutMs);
+    const answers = [];
+    for (const topic of response.topics) {
+      for (const result of topic.partitions) {
+        const code = errorName(result.error_code);
+        if (STALE_LEADER.has(code)) this._refreshMetadata();
+        answers.push({ topic: topic.topic, code, result });
+      }
+    }
+    return answers;
   }
 
   /**
@@ -321,32 +333,22 @@ class Consumer {
     }
     const found = new Map();
     const deadline = Date.now() + this.config.requestTimeoutMs;
-    for (;;) {
-      const missing = asked.filter((a) => !found.has(partitionKey(a.topic, a.partition)));
-      if (missing.length === 0) break;
+    let missing = asked;
+    while (missing.length) {
       const byLeader = await this._byLeader(missing);
       await Promise.all([...byLeader].map(async ([leaderId, group]) => {
-        const response = await unary(this.cluster.broker(leaderId), 'ListOffsets', {
-          replica_id: -1,
-          isolation_level: this.isolationLevel,
-          topics: topicsOf(group, (a) => ({ partition: a.partition, current_leader_epoch: -1, timestamp_ms: a.timestamp })),
-        }, this.config.requestTimeoutMs);
-        for (const topic of response.topics) {
-          for (const result of topic.partitions) {
-            const code = errorName(result.error_code);
-            const { partition, offset, leader_epoch: leaderEpoch } = result;
-            if (code === 'NONE') {
-              found.set(partitionKey(topic.topic, partition),
-                offset >= 0 ? { topic: topic.topic, partition, offset, timestamp: result.timestamp_ms, leaderEpoch } : null);
-            } else if (!RETRIABLE.has(code)) {
-              throw new ReplogError(`ListOffsets for ${topic.topic}-${partition}: ${code}: ${result.error_message}`, code);
-            } else if (STALE_LEADER.has(code)) {
-              this._refreshMetadata();
-            }
+        for (const { topic, code, result } of await this._listOffsets(leaderId, group, (a) => a.timestamp)) {
+          const { partition, offset, leader_epoch: leaderEpoch } = result;
+          if (code === 'NONE') {
+            found.set(partitionKey(topic, partition),
+              offset >= 0 ? { topic, partition, offset, timestamp: result.timestamp_ms, leaderEpoch } : null);
+          } else if (!RETRIABLE.has(code)) {
+            throw new ReplogError(`ListOffsets for ${topic}-${partition}: ${code}: ${result.error_message}`, code);
           }
         }
       }));
-      if (asked.every((a) => found.has(partitionKey(a.topic, a.partition)))) break;
+      missing = asked.filter((a) => !found.has(partitionKey(a.topic, a.partition)));
+      if (missing.length === 0) break;
       if (Date.now() >= deadline) {
         const names = missing.map((a) => `${a.topic}-${a.partition}`).join(', ');
         throw new ReplogError(`no leader answered for ${names} within ${this.config.requestTimeoutMs} ms`,
