@@ -12,6 +12,7 @@ from replog.cli import (
     bench,
     configs,
     consume,
+    delete_records,
     dev,
     groups,
     k8s,
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     leader_election.add_commands(commands)
     reassign.add_commands(commands)
     configs.add_commands(commands)
+    delete_records.add_commands(commands)
     produce.add_commands(commands)
     consume.add_commands(commands)
     groups.add_commands(commands)

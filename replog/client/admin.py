@@ -47,6 +47,7 @@ from replog.client.types import (
     TransactionListing,
 )
 from replog.core.errors import ErrorCode
+from replog.core.messages import DELETE_TO_HIGH_WATERMARK
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.hanging import abort_coordinator_epoch, abort_marker_epoch
 from replog.core.txn.producer import Reaction, Request, reaction, retried
@@ -335,6 +336,30 @@ class Admin:
 
         found = self._io.run(lookup(), wait_s + 5, what="looking up offsets")
         return {tp: offset for tp, (offset, _epoch, _timestamp) in found.items()}
+
+    def delete_records(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Delete each partition's records before its offset (Kafka's deleteRecords; -1 deletes every record
+        a consumer can read now). Returns each partition's
+        low watermark: the offset its in-sync replicas' logs all start at or after, once they do.
+        AdminError for an offset past the high watermark, a partition that does not exist, or a topic that
+        only compacts; ClusterUnreachableError when the replicas did not follow within the request timeout
+        (the leader has deleted the records already)."""
+        asked = {TopicPartition(*tp): offset for tp, offset in offsets.items()}
+        for tp, offset in asked.items():
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < DELETE_TO_HIGH_WATERMARK:
+                raise AdminError(f"the offset to delete {tp}'s records before must be an offset of 0 or more, or -1 "
+                                 f"for the high watermark, not {offset!r}", ErrorCode.INVALID_REQUEST, tp.topic)
+        if not asked:
+            return {}
+        self._check_partitions(list(asked))
+        server_timeout_ms = self._request_timeout_ms
+        wait_s = (server_timeout_ms + DEADLINE_MARGIN_MS) / 1000
+        return self._io.run(self._at_leaders(
+            list(asked), lambda stub, tps: stub.DeleteRecords(
+                broker_requests.delete_records_request([(tp, asked[tp]) for tp in tps], server_timeout_ms),
+                timeout=wait_s),
+            broker_requests.deleted_records, "deleting records"),
+            wait_s + 5, what="deleting records")
 
     # -- consumer groups -------------------------------------------------------------------------
 

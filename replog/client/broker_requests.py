@@ -109,6 +109,22 @@ def described_producers(response: broker_pb2.DescribeProducersResponse
         for tp, result in partition_results(response).items()}
 
 
+def delete_records_request(offsets: Iterable[tuple[TopicPartition, int]],
+                           timeout_ms: int) -> broker_pb2.DeleteRecordsRequest:
+    """DeleteRecords of each partition before its offset (-1: the high watermark)."""
+    by_topic = _by_topic((tp, broker_pb2.DeleteRecordsPartition(partition=tp.partition, offset=offset))
+                         for tp, offset in offsets)
+    return broker_pb2.DeleteRecordsRequest(
+        timeout_ms=timeout_ms,
+        topics=[broker_pb2.DeleteRecordsTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()])
+
+
+def deleted_records(response: broker_pb2.DeleteRecordsResponse) -> dict[TopicPartition, tuple[ErrorCode, str, int]]:
+    """Each partition's outcome and low watermark."""
+    return {tp: (ErrorCode.of(result.error_code), result.error_message, result.low_watermark)
+            for tp, result in partition_results(response).items()}
+
+
 def abort_marker_request(tp: TopicPartition, producer_id: int, producer_epoch: int,
                          coordinator_epoch: int) -> broker_pb2.WriteTxnMarkersRequest:
     """WriteTxnMarkers with one ABORT marker for one partition (an operator's abort)."""

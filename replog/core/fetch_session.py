@@ -88,6 +88,7 @@ class PartitionFetch:
             current_leader_epoch=self.current_leader_epoch,
             replica_epoch=replica_epoch,
             max_wait_ms=max_wait_ms,
+            log_start_offset=self.log_start_offset,
         )
 
 

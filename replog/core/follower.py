@@ -70,6 +70,7 @@ class FollowerRole:
             last_fetched_epoch=log.latest_epoch,
             current_leader_epoch=self.leader_epoch,
             max_wait_ms=self._config.replica_fetch_wait_ms_max,
+            log_start_offset=log.log_start_offset,
         )
         fetch_id = self._outbox.new_id()
         self._outbox.send(SendFetch(fetch_id, self.leader_id, request))
@@ -115,6 +116,8 @@ class FollowerRole:
         if response.batches:
             log.append_as_follower(response.records, response.batches, self.leader_epoch, now_ms)
         log.advance_high_watermark(min(response.high_watermark, log.log_end_offset))
+        # The leader's log start moved (DeleteRecords, retention): ours follows, as far as we have records for.
+        log.delete_records_before(min(response.log_start_offset, log.high_watermark))
 
     def tick(self, now_ms: int) -> None:
         in_flight = self._in_flight

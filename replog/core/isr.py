@@ -109,8 +109,10 @@ class FollowerProgress:
     last_fetch_time_ms: int = 0
     last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
     broker_epoch: int = -1
+    log_start_offset: int = UNKNOWN_OFFSET
 
-    def record_fetch(self, fetch_offset: int, leader_log_end_offset: int, now_ms: int, broker_epoch: int) -> None:
+    def record_fetch(self, fetch_offset: int, leader_log_end_offset: int, now_ms: int, broker_epoch: int,
+                     log_start_offset: int = UNKNOWN_OFFSET) -> None:
         # Caught up now if it asked for everything the leader has; caught up as of
         # the previous fetch if it now asks for everything the leader had then.
         if fetch_offset >= leader_log_end_offset:
@@ -121,6 +123,7 @@ class FollowerProgress:
         self.last_fetch_leader_log_end_offset = leader_log_end_offset
         self.last_fetch_time_ms = now_ms
         self.broker_epoch = broker_epoch
+        self.log_start_offset = log_start_offset
 
     def is_caught_up(self, leader_log_end_offset: int, now_ms: int, replica_lag_time_ms_max: int) -> bool:
         return (

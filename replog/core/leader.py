@@ -33,9 +33,12 @@ from .messages import (
     ACKS_ALL,
     ACKS_LEADER,
     ACKS_NONE,
+    DELETE_TO_HIGH_WATERMARK,
     AlterPartitionRequest,
     AlterPartitionResponse,
+    CompleteDeleteRecords,
     CompleteProduce,
+    DeleteRecordsRequest,
     FetchPlan,
     FetchRequest,
     IsrChanged,
@@ -68,6 +71,15 @@ class _Waiter:
     request_id: Any
     base_offset: int
     last_offset: int
+    deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class _DeleteWaiter:
+    """A DeleteRecords waiting for every ISR member's log to start at `offset` or later."""
+
+    request_id: Any
+    offset: int
     deadline_ms: int
 
 
@@ -108,6 +120,7 @@ class LeaderRole:
         }
         self._ticked = False
         self._waiters: deque[_Waiter] = deque()
+        self._delete_waiters: list[_DeleteWaiter] = []
         self._last_plans: dict[int, _LastPlan] = {}
         self._no_proposal_before_ms = now_ms
         log.start_epoch(state.leader_epoch)
@@ -130,6 +143,17 @@ class LeaderRole:
 
     def follower_log_end_offset(self, replica: int) -> int:
         return self._progress[replica].log_end_offset
+
+    @property
+    def low_watermark(self) -> int:
+        """The lowest log start offset over this leader and its ISR's followers, as their fetches last said
+        (-1 until each has fetched): below it, no in-sync replica has records left (Kafka's low watermark)."""
+        low = self._log.log_start_offset
+        for replica in self._isr.isr:
+            follower = self._progress.get(replica)
+            if follower is not None:
+                low = min(low, follower.log_start_offset)
+        return low
 
     # -- produce --------------------------------------------------------------
 
@@ -184,6 +208,44 @@ class LeaderRole:
     def _answer(self, request: ProduceRequest, error: ErrorCode, base_offset: int = -1, message: str = "") -> None:
         if answers_produce(request.acks):
             self._outbox.complete(CompleteProduce(request.request_id, error, base_offset, message))
+
+    # -- DeleteRecords --------------------------------------------------------
+
+    def delete_records(self, request: DeleteRecordsRequest, now_ms: int) -> None:
+        """Move the log start up to the request's offset (the high watermark for -1), then answer once the ISR's
+        followers have too: each learns the leader's log start from its next fetch answer."""
+        log = self._log
+        offset = log.high_watermark if request.offset == DELETE_TO_HIGH_WATERMARK else request.offset
+        if not 0 <= offset <= log.high_watermark:
+            self._outbox.complete(CompleteDeleteRecords(
+                request.request_id, ErrorCode.OFFSET_OUT_OF_RANGE, self.low_watermark,
+                f"offset {request.offset} is outside the partition's records: they run from {log.log_start_offset} "
+                f"to its high watermark {log.high_watermark} (-1 asks for the high watermark)"))
+            return
+        log.delete_records_before(offset)
+        self._delete_waiters.append(_DeleteWaiter(request.request_id, offset, now_ms + request.timeout_ms))
+        self._complete_delete_waiters()
+
+    def _complete_delete_waiters(self) -> None:
+        if not self._delete_waiters:
+            return
+        low = self.low_watermark
+        done = [waiter for waiter in self._delete_waiters if waiter.offset <= low]
+        if done:
+            self._delete_waiters = [waiter for waiter in self._delete_waiters if waiter.offset > low]
+            for waiter in done:
+                self._outbox.complete(CompleteDeleteRecords(waiter.request_id, ErrorCode.NONE, low))
+
+    def _expire_delete_waiters(self, now_ms: int) -> None:
+        expired = [waiter for waiter in self._delete_waiters if waiter.deadline_ms <= now_ms]
+        if expired:
+            self._delete_waiters = [waiter for waiter in self._delete_waiters if waiter.deadline_ms > now_ms]
+            low = self.low_watermark
+            for waiter in expired:
+                self._outbox.complete(CompleteDeleteRecords(
+                    waiter.request_id, ErrorCode.REQUEST_TIMED_OUT, low,
+                    f"the leader's log starts at {self._log.log_start_offset}, but not every in-sync replica's "
+                    f"does yet (the lowest starts at {low})"))
 
     # -- fetch ----------------------------------------------------------------
 
@@ -247,8 +309,10 @@ class LeaderRole:
             # A fetch from before the follower restarted, delivered late: what it
             # says about the follower's log may have been lost in the crash.
             return False
-        follower.record_fetch(request.fetch_offset, self._log.log_end_offset, now_ms, request.replica_epoch)
+        follower.record_fetch(request.fetch_offset, self._log.log_end_offset, now_ms, request.replica_epoch,
+                              request.log_start_offset)
         self._maybe_expand_isr(request.replica_id, now_ms)
+        self._complete_delete_waiters()
         return True
 
     def offsets_for_leader_epoch(self, requested_epoch: int) -> EpochEndOffset:
@@ -381,6 +445,7 @@ class LeaderRole:
         if len(isr) < self._config.min_insync_replicas:
             self._fail_waiters(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
         self._maybe_advance_high_watermark()
+        self._complete_delete_waiters()  # a follower that left the ISR holds none back
 
     # -- time and the end of leadership ---------------------------------------
 
@@ -388,6 +453,7 @@ class LeaderRole:
         if not self._ticked:
             self._restart_lag_clocks(now_ms)
         self._expire_waiters(now_ms)
+        self._expire_delete_waiters(now_ms)
         self._resend_unanswered_proposal(now_ms)
         self._maybe_shrink_isr(now_ms)
 
@@ -402,5 +468,8 @@ class LeaderRole:
                 follower.last_caught_up_time_ms = max(follower.last_caught_up_time_ms, now_ms)
 
     def resign(self, error: ErrorCode) -> None:
-        """Leadership ends: every waiting producer learns it now, not at its timeout."""
+        """Leadership ends: every waiting producer and DeleteRecords learns it now, not at its timeout."""
         self._fail_waiters(error)
+        for waiter in self._delete_waiters:
+            self._outbox.complete(CompleteDeleteRecords(waiter.request_id, error))
+        self._delete_waiters = []

@@ -9,7 +9,7 @@ from typing import Any
 
 from .epoch_cache import EpochEntry, LeaderEpochCache
 from .invariant import require
-from .messages import AppendAsFollower, AppendAsLeader, TruncateFullyAndStartAt, TruncateTo
+from .messages import AppendAsFollower, AppendAsLeader, DeleteRecordsBefore, TruncateFullyAndStartAt, TruncateTo
 from .outbox import Outbox
 from .producer_state import CompletedTxn, ProducerAppend, ProducerEntry, ProducerStates
 from .records import BatchInfo
@@ -169,7 +169,16 @@ class LocalLog:
         self.version += 1
 
     def advance_log_start_offset(self, offset: int) -> None:
-        """Retention (or DeleteRecords) removed everything before `offset`."""
+        """Retention removed everything before `offset` from the log already."""
+        self._move_log_start(offset)
+
+    def delete_records_before(self, offset: int) -> None:
+        """DeleteRecords (or a follower taking its leader's log start): the log is to start at `offset`."""
+        if offset > self._log_start_offset:
+            self._move_log_start(offset)
+            self._outbox.log_op(DeleteRecordsBefore(offset))
+
+    def _move_log_start(self, offset: int) -> None:
         require(
             self._log_start_offset <= offset <= self._high_watermark,
             "log start offset may only move forward and below the high watermark: %d -> %d (HW %d)",

@@ -166,6 +166,20 @@ class MemoryLog:
         self._base_offsets.clear()
         self._log_start_offset = self._log_end_offset = self._recovery_point = offset
 
+    def delete_records_before(self, offset: int) -> ErrorCode:
+        if offset > self._log_end_offset:
+            return ErrorCode.OFFSET_OUT_OF_RANGE
+        if offset <= self._log_start_offset:
+            return ErrorCode.NONE
+        gone = 0  # the batches wholly before `offset`; the one holding it stays
+        while gone < len(self._batches) and self._batches[gone].last_offset < offset:
+            gone += 1
+        del self._batches[:gone]
+        del self._base_offsets[:gone]
+        self._log_start_offset = offset
+        self._recovery_point = max(self._recovery_point, offset)
+        return ErrorCode.NONE
+
     def flush(self) -> None:
         self._recovery_point = self._log_end_offset
 

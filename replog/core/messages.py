@@ -108,6 +108,21 @@ class ProduceRequest:
     marker: TxnMarker | None = None
 
 
+# DeleteRecords' offset that means the high watermark (Kafka's HIGH_WATERMARK sentinel).
+DELETE_TO_HIGH_WATERMARK = -1
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRecordsRequest:
+    """Delete a partition's records before `offset` (DeleteRecords); answered with a CompleteDeleteRecords
+    once every ISR member's log starts there, or at `timeout_ms`."""
+
+    request_id: Any
+    offset: int
+    timeout_ms: int
+    current_leader_epoch: int = NO_EPOCH
+
+
 @dataclass(frozen=True, slots=True)
 class FetchRequest:
     replica_id: int
@@ -121,6 +136,8 @@ class FetchRequest:
     max_wait_ms: int = 0
     # A consumer's isolation.level=read_committed: read below the last stable offset only.
     read_committed: bool = False
+    # A follower's own log start offset (the leader's low watermark is the lowest of its ISR's); -1 from consumers.
+    log_start_offset: int = -1
 
     @property
     def from_follower(self) -> bool:
@@ -212,7 +229,14 @@ class TruncateFullyAndStartAt:
     offset: int
 
 
-LogOp = AppendAsLeader | AppendAsFollower | TruncateTo | TruncateFullyAndStartAt
+@dataclass(frozen=True, slots=True)
+class DeleteRecordsBefore:
+    """Move the log start offset up to `offset` (DeleteRecords, or a follower following its leader's)."""
+
+    offset: int
+
+
+LogOp = AppendAsLeader | AppendAsFollower | TruncateTo | TruncateFullyAndStartAt | DeleteRecordsBefore
 
 
 # ---- outputs: messages to send ---------------------------------------------
@@ -249,6 +273,17 @@ class CompleteProduce:
     message: str = ""  # what was wrong, when the error alone does not say (a producer's epoch, ...)
 
 
+@dataclass(frozen=True, slots=True)
+class CompleteDeleteRecords:
+    request_id: Any
+    error: ErrorCode
+    low_watermark: int = -1  # the lowest log start offset over the leader and its ISR when answered
+    message: str = ""
+
+
+Completion = CompleteProduce | CompleteDeleteRecords
+
+
 # ---- outputs: events for metrics and logs -----------------------------------
 
 
@@ -279,7 +314,7 @@ class Ready:
     epoch_entries: tuple[EpochEntry, ...] | None = None
     high_watermark: int | None = None
     messages: tuple[Message, ...] = ()
-    completions: tuple[CompleteProduce, ...] = ()
+    completions: tuple[Completion, ...] = ()
     isr_changes: tuple[IsrChanged, ...] = ()
 
     @property

@@ -3,14 +3,14 @@
 from collections.abc import Callable
 
 from .epoch_cache import EpochEntry
-from .messages import CompleteProduce, IsrChanged, LogOp, Message, Ready
+from .messages import Completion, IsrChanged, LogOp, Message, Ready
 
 
 class Outbox:
     def __init__(self) -> None:
         self._log_ops: list[LogOp] = []
         self._messages: list[Message] = []
-        self._completions: list[CompleteProduce] = []
+        self._completions: list[Completion] = []
         self._isr_changes: list[IsrChanged] = []
         self._epoch_checkpoint_due = False
         self._high_watermark_checkpoint_due = False
@@ -33,7 +33,7 @@ class Outbox:
     def send(self, message: Message) -> None:
         self._messages.append(message)
 
-    def complete(self, completion: CompleteProduce) -> None:
+    def complete(self, completion: Completion) -> None:
         self._completions.append(completion)
 
     def isr_changed(self, change: IsrChanged) -> None:

@@ -6,7 +6,7 @@ core and storage happens here: each input goes to the core, then its `Ready`
 is applied in order — log operations (checked against what the core
 expected; after a truncation, the producers' state rebuilt from the log and
 given back to the core), then the leader epoch checkpoint, then messages, then
-producer completions — and the driver's `PartitionSink` hears what it must act on.
+completions — and the driver's `PartitionSink` hears what it must act on.
 
 It reads no clock and does no I/O of its own: `now_ms` (monotonic, for the
 core) comes with each call, the wall clock the log stamps appends with is a
@@ -27,7 +27,9 @@ from .messages import (
     AlterPartitionResponse,
     AppendAsFollower,
     AppendAsLeader,
-    CompleteProduce,
+    Completion,
+    DeleteRecordsBefore,
+    DeleteRecordsRequest,
     FetchPlan,
     FetchRequest,
     FetchResponse,
@@ -38,6 +40,7 @@ from .messages import (
     ProduceRequest,
     ProposeIsr,
     SendFetch,
+    TruncateFullyAndStartAt,
     TruncateTo,
 )
 from .producer_state import ProducerEntry, rebuild_with_completed
@@ -56,7 +59,9 @@ class PartitionSink(Protocol):
 
     def propose_isr(self, driver: "PartitionDriver", message: ProposeIsr) -> None: ...
 
-    def complete_produce(self, driver: "PartitionDriver", completion: CompleteProduce) -> None: ...
+    def complete(self, driver: "PartitionDriver", completion: Completion) -> None:
+        """The answer to a produce (CompleteProduce) or a DeleteRecords (CompleteDeleteRecords)."""
+        ...
 
     def data_changed(self, driver: "PartitionDriver") -> None:
         """The log end offset, the high watermark or the role moved: held fetches look again,
@@ -102,6 +107,10 @@ def apply_log_op(log: LogStorage, op: LogOp, wall_ms: int) -> None:
         log.index_aborted(op.aborted)
     elif isinstance(op, TruncateTo):
         log.truncate_to(op.offset)
+    elif isinstance(op, DeleteRecordsBefore):
+        error = log.delete_records_before(op.offset)
+        if error != ErrorCode.NONE:
+            raise LogOpFailed(op, error, f"the log ends at {log.log_end_offset}, before offset {op.offset}")
     else:
         log.truncate_fully_and_start_at(op.offset)
 
@@ -189,6 +198,11 @@ class PartitionDriver:
         self.apply()
         return answered
 
+    def delete_records(self, request: DeleteRecordsRequest, now_ms: int) -> None:
+        """DeleteRecords as leader; a CompleteDeleteRecords follows, now or when the ISR has caught up."""
+        self.replica.handle_delete_records(request, now_ms)
+        self.apply()
+
     def fetch(self, request: FetchRequest, now_ms: int) -> FetchPlan:
         """The core's plan for a fetch; a follower's fetch may move the HW and complete producers."""
         plan = self.replica.handle_fetch(request, now_ms)
@@ -271,7 +285,7 @@ class PartitionDriver:
             for op in ready.log_ops:
                 before = self.log.log_end_offset
                 apply_log_op(self.log, op, wall_ms)
-                if not isinstance(op, AppendAsLeader | AppendAsFollower):
+                if isinstance(op, TruncateTo | TruncateFullyAndStartAt):
                     truncations.append((op, before))
             require(self.log.log_end_offset == self.replica.log_end_offset,
                     "%s: the log ends at %d but the core says %d", self.name, self.log.log_end_offset,
@@ -291,7 +305,7 @@ class PartitionDriver:
             else:
                 self._sink.propose_isr(self, message)
         for completion in ready.completions:
-            self._sink.complete_produce(self, completion)
+            self._sink.complete(self, completion)
         for change in ready.isr_changes:
             self._sink.isr_changed(self, change)
         if ready.log_ops or ready.high_watermark is not None:

@@ -38,7 +38,9 @@ from .messages import (
     LATEST_TIMESTAMP,
     NO_EPOCH,
     AlterPartitionResponse,
+    CompleteDeleteRecords,
     CompleteProduce,
+    DeleteRecordsRequest,
     FetchPlan,
     FetchRequest,
     FetchResponse,
@@ -73,6 +75,7 @@ class Input(enum.Enum):
     FETCH = "fetch"
     OFFSETS_FOR_LEADER_EPOCH = "offsets for leader epoch"
     LIST_OFFSETS = "list offsets"
+    DELETE_RECORDS = "delete records"
     FETCH_RESPONSE = "fetch response"
     ALTER_PARTITION_RESPONSE = "alter partition response"
 
@@ -99,7 +102,7 @@ ROLE_TRANSITIONS: Mapping[tuple[Role, Change], Role] = {
 # role this replica no longer has).
 SERVES: Mapping[Role, frozenset[Input]] = {
     Role.LEADER: frozenset(
-        {Input.PRODUCE, Input.FETCH, Input.OFFSETS_FOR_LEADER_EPOCH, Input.LIST_OFFSETS,
+        {Input.PRODUCE, Input.FETCH, Input.OFFSETS_FOR_LEADER_EPOCH, Input.LIST_OFFSETS, Input.DELETE_RECORDS,
          Input.ALTER_PARTITION_RESPONSE}
     ),
     Role.FOLLOWER: frozenset({Input.FETCH_RESPONSE}),
@@ -343,6 +346,20 @@ class PartitionReplica:
             self._leader.produce(request, now_ms)
         return answers_produce(request.acks)
 
+    def handle_delete_records(self, request: DeleteRecordsRequest, now_ms: int) -> None:
+        """DeleteRecords, the leader's: the answer comes as a CompleteDeleteRecords in a Ready."""
+        self._advance_clock(now_ms)
+        error = self._request_error(request.current_leader_epoch, Input.DELETE_RECORDS)
+        if error != ErrorCode.NONE:
+            self._outbox.complete(CompleteDeleteRecords(request.request_id, error))
+        else:
+            self._leader.delete_records(request, now_ms)
+
+    @property
+    def low_watermark(self) -> int:
+        """The lowest log start offset over the ISR, as the leader knows it; -1 elsewhere."""
+        return self._leader.low_watermark if self._leader is not None else -1
+
     def handle_fetch(self, request: FetchRequest, now_ms: int) -> FetchPlan:
         """Decide how to answer a fetch; a follower's fetch also tells the leader its log end offset."""
         self._advance_clock(now_ms)
@@ -392,7 +409,7 @@ class PartitionReplica:
     # -- from the log and the clock -------------------------------------------
 
     def advance_log_start_offset(self, offset: int) -> None:
-        """Retention or DeleteRecords removed the log before `offset`."""
+        """Retention removed the log before `offset`."""
         self._log.advance_log_start_offset(offset)
 
     def restore_producers(self, entries: Iterable[ProducerEntry], log_end_offset: int) -> None:

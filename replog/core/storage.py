@@ -42,7 +42,7 @@ class LogStorage(Protocol):
     """A partition's log as the driver sees it. Offsets are Kafka's; ends are exclusive.
 
     The core never calls these: it emits AppendAsLeader, AppendAsFollower,
-    TruncateTo and TruncateFullyAndStartAt, and the driver applies them here in
+    TruncateTo, TruncateFullyAndStartAt and DeleteRecordsBefore, and the driver applies them here in
     order. A failed append or truncation means the core's view of the log is
     wrong: the driver takes the replica offline (PartitionReplica.stop with
     KAFKA_STORAGE_ERROR), as Kafka does when a log directory fails.
@@ -77,6 +77,11 @@ class LogStorage(Protocol):
         ...
 
     def truncate_fully_and_start_at(self, offset: int) -> None: ...
+
+    def delete_records_before(self, offset: int) -> ErrorCode:
+        """Start the log at `offset` (no earlier than it starts now), dropping what lies wholly before it;
+        OFFSET_OUT_OF_RANGE past the log end."""
+        ...
 
     def flush(self) -> None: ...
 

@@ -135,7 +135,7 @@ def fill_follower_fetch(request: broker_pb2.FetchRequest, session: SessionReques
         fetch_topic.partitions.add(
             partition=key.partition, current_leader_epoch=position.current_leader_epoch,
             fetch_offset=position.fetch_offset, last_fetched_epoch=position.last_fetched_epoch,
-            partition_max_bytes=position.max_bytes,
+            log_start_offset=position.log_start_offset, partition_max_bytes=position.max_bytes,
         )
     forgotten: dict[str, list[int]] = {}
     for key in session.forgotten:
@@ -147,7 +147,8 @@ def fill_follower_fetch(request: broker_pb2.FetchRequest, session: SessionReques
 def partition_fetch_from(request: FetchRequest) -> PartitionFetch:
     """Where a follower core's fetch reads, as its session holds it."""
     return PartitionFetch(fetch_offset=request.fetch_offset, current_leader_epoch=request.current_leader_epoch,
-                          last_fetched_epoch=request.last_fetched_epoch, max_bytes=request.max_bytes)
+                          last_fetched_epoch=request.last_fetched_epoch, log_start_offset=request.log_start_offset,
+                          max_bytes=request.max_bytes)
 
 
 def fetch_response_of(result: broker_pb2.FetchPartitionResponse) -> FetchResponse:

@@ -156,6 +156,7 @@ RULES: dict[str, tuple[Check, ...]] = {
     BROKER + "Fetch": (Cluster(O.CLUSTER_ACTION, when=_is_follower), _topics(O.READ, when=_is_client)),
     BROKER + "ListOffsets": (_topics(O.DESCRIBE),),
     BROKER + "DescribeProducers": (_topics(O.READ),),
+    BROKER + "DeleteRecords": (_topics(O.DELETE),),
     BROKER + "OffsetsForLeaderEpoch": (Cluster(O.CLUSTER_ACTION, when=_is_follower),
                                        _topics(O.DESCRIBE, when=_is_client)),
     BROKER + "LeaderAndIsr": (Cluster(O.CLUSTER_ACTION),),

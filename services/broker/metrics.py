@@ -20,6 +20,8 @@ BYTES_OUT = prometheus_client.Counter("replog_bytes_out_total", "Record bytes se
 MESSAGES_IN = prometheus_client.Counter("replog_messages_in_total", "Records appended from producers.", ["topic"])
 PRODUCE_PURGATORY = prometheus_client.Gauge(
     "replog_produce_purgatory_size", "Produce requests waiting for acks=all replication.")
+DELETE_RECORDS_PURGATORY = prometheus_client.Gauge(
+    "replog_delete_records_purgatory_size", "DeleteRecords requests waiting for the ISR's log starts to follow.")
 FETCH_PURGATORY = prometheus_client.Gauge(
     "replog_fetch_purgatory_size", "Fetch requests waiting (long-poll) for data.")
 # Kafka's RemoteTimeMs: how long a request waited on other brokers or clients rather than on this one.

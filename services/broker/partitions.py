@@ -4,7 +4,7 @@ All state is touched from the broker's asyncio loop only. Each partition's
 rules live in its core (`PartitionReplica`) and its I/O order in the core's
 `PartitionDriver`; this module composes the parts around them:
 `HostedReplicas` (opening logs, finding drivers), the controller's fencing of
-LeaderAndIsr and StopReplica, `ProduceWaiters` and `FetchWaiters`, the
+LeaderAndIsr and StopReplica, `AnswerWaiters` and `FetchWaiters`, the
 `Ticker` (ticks, gauges, checkpoints, log cleanup), and the `PartitionSink`
 through which drivers hand over messages, completions and events.
 """
@@ -22,9 +22,18 @@ from replog.broker.gauges import update_gauges
 from replog.broker.metadata_cache import MetadataCache
 from replog.broker.replicas import HostedReplicas, TopicSettings, now_ms, wall_ms
 from replog.broker.ticker import Duty, Ticker
-from replog.broker.waiters import FetchWaiters, ProduceWaiters
+from replog.broker.waiters import AnswerWaiters, FetchWaiters
 from replog.core.errors import ErrorCode
-from replog.core.messages import CompleteProduce, IsrChanged, LogOp, PartitionState, ProposeIsr, SendFetch
+from replog.core.messages import (
+    CompleteDeleteRecords,
+    CompleteProduce,
+    Completion,
+    IsrChanged,
+    LogOp,
+    PartitionState,
+    ProposeIsr,
+    SendFetch,
+)
 from replog.core.partition_driver import LogOpFailed, PartitionDriver
 from replog.core.producer_state import ProducerAppend
 from replog.core.replica import Role
@@ -71,7 +80,8 @@ class Partitions:
         self.hosted = HostedReplicas(broker_id, log_dirs, self)
         self.controller_epoch = 0
         self.metadata = MetadataCache()
-        self.produce_waiters = ProduceWaiters()
+        self.produce_waiters: AnswerWaiters[CompleteProduce] = AnswerWaiters(metrics.PRODUCE_PURGATORY)
+        self.delete_waiters: AnswerWaiters[CompleteDeleteRecords] = AnswerWaiters(metrics.DELETE_RECORDS_PURGATORY)
         # Asks a transactional id's coordinator whether a partition is in the producer's ongoing
         # transaction (AddPartitionsToTxn, verify-only); the service sets it once it can reach one.
         self.verify_transaction: VerifyTransaction = _no_coordinator
@@ -167,8 +177,11 @@ class Partitions:
     def propose_isr(self, driver: PartitionDriver, message: ProposeIsr) -> None:
         self._propose_isr(driver, message)
 
-    def complete_produce(self, driver: PartitionDriver, completion: CompleteProduce) -> None:
-        self.produce_waiters.complete(completion)
+    def complete(self, driver: PartitionDriver, completion: Completion) -> None:
+        if isinstance(completion, CompleteDeleteRecords):
+            self.delete_waiters.complete(completion)
+        else:
+            self.produce_waiters.complete(completion)
 
     def data_changed(self, driver: PartitionDriver) -> None:
         self.fetch_waiters.wake(driver.topic_partition)

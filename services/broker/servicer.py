@@ -9,11 +9,13 @@ from typing import TypeVar
 import grpc
 
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
+from replog.broker.delete_records import handle_delete_records, timeout_problem
 from replog.broker.fetch import handle_fetch, handle_list_offsets, handle_offsets_for_leader_epoch, new_fetch_sessions
 from replog.broker.partitions import Partitions
 from replog.broker.produce import answer_produce, append_produce, handle_produce, handle_write_txn_markers
 from replog.broker.producers import handle_describe_producers
 from replog.core.errors import ErrorCode
+from replog.rpc import status
 from replog.rpc.broker_convert import endpoints_of, metadata_partitions, partition_state_of
 from replog.rpc.streams import answer_in_order
 
@@ -71,6 +73,13 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
     async def DescribeProducers(self, request: broker_pb2.DescribeProducersRequest,
                                 context: grpc.aio.ServicerContext) -> broker_pb2.DescribeProducersResponse:
         return handle_describe_producers(self._partitions, request)
+
+    async def DeleteRecords(self, request: broker_pb2.DeleteRecordsRequest,
+                            context: grpc.aio.ServicerContext) -> broker_pb2.DeleteRecordsResponse:
+        problem = timeout_problem(request.timeout_ms)
+        if problem is not None:
+            await status.abort(context, grpc.StatusCode.INVALID_ARGUMENT, problem, ErrorCode.INVALID_REQUEST)
+        return await handle_delete_records(self._partitions, request)
 
     async def ListOffsets(self, request: broker_pb2.ListOffsetsRequest,
                           context: grpc.aio.ServicerContext) -> broker_pb2.ListOffsetsResponse:

@@ -1,7 +1,8 @@
-"""What waits on the broker's loop for a partition: acks=all producers, and long-polling fetches.
+"""What waits on the broker's loop for a partition: acks=all producers, DeleteRecords, and long-polling fetches.
 
 A producer's request waits for the CompleteProduce its partition's core sends
-(never for acks=0: the core says whether one follows). A fetch with nothing to
+(never for acks=0: the core says whether one follows), a DeleteRecords for its
+CompleteDeleteRecords. A fetch with nothing to
 answer waits until one of the partitions it reads moves (an append, a high
 watermark, a role) or its max wait passes: never a sleep loop.
 """
@@ -10,19 +11,24 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from typing import Generic, TypeVar
+
+import prometheus_client
 
 from replog.broker import metrics
-from replog.core.messages import CompleteProduce
 from replog.core.topic_partition import TopicPartition
 
+Answer = TypeVar("Answer")
 
-class ProduceWaiters:
-    """The acks=all (and acks=1) requests waiting for their partition's answer, by request id."""
 
-    def __init__(self) -> None:
-        self._waiting: dict[int, asyncio.Future[CompleteProduce]] = {}
+class AnswerWaiters(Generic[Answer]):
+    """Requests waiting for their partition's core to answer them, by request id: acks=1 and acks=all
+    produce requests (CompleteProduce), or DeleteRecords (CompleteDeleteRecords)."""
+
+    def __init__(self, size: prometheus_client.Gauge) -> None:
+        self._waiting: dict[int, asyncio.Future[Answer]] = {}
         self._last_id = 0
-        metrics.PRODUCE_PURGATORY.set_function(lambda: len(self._waiting))  # read when scraped
+        size.set_function(lambda: len(self._waiting))  # read when scraped
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -31,8 +37,8 @@ class ProduceWaiters:
         self._last_id += 1
         return self._last_id
 
-    def wait(self, request_id: int) -> asyncio.Future[CompleteProduce]:
-        waiter: asyncio.Future[CompleteProduce] = asyncio.get_running_loop().create_future()
+    def wait(self, request_id: int) -> asyncio.Future[Answer]:
+        waiter: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = waiter
         return waiter
 
@@ -40,7 +46,7 @@ class ProduceWaiters:
         """The core said no answer will come (acks=0)."""
         self._waiting.pop(request_id, None)
 
-    def complete(self, completion: CompleteProduce) -> None:
+    def complete(self, completion: Answer) -> None:
         waiter = self._waiting.pop(completion.request_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_result(completion)

@@ -101,7 +101,7 @@ class RecordingSink:
     def propose_isr(self, driver, message: ProposeIsr) -> None:
         self.proposals.append(message)
 
-    def complete_produce(self, driver, completion: CompleteProduce) -> None:
+    def complete(self, driver, completion: CompleteProduce) -> None:
         self.completions.append(completion)
 
     def __getattr__(self, name):

@@ -97,3 +97,14 @@ def test_a_crash_drops_the_aborted_index_entries_of_the_markers_it_lost():
     log.append_as_leader([batch(b"another marker")], 2, 0)
     log.index_aborted([AbortedTxn(8, 0, 1, 2)])
     assert log.aborted_transactions(0, 2) == [AbortedTxn(8, 0, 1, 2)]
+
+
+def test_delete_records_before_keeps_the_batch_holding_the_offset_and_refuses_past_the_end():
+    log = filled(2, 2, 2)  # batches at 0, 2, 4
+    assert log.delete_records_before(3) is ErrorCode.NONE
+    assert log.log_start_offset == 3 and [b.base_offset for b in log.batches] == [2, 4]
+    assert log.read(2, 100).error == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert [b.base_offset for b in log.read(3, 10_000).records] == [2, 4]
+    assert log.delete_records_before(1) is ErrorCode.NONE and log.log_start_offset == 3  # never back
+    assert log.delete_records_before(7) is ErrorCode.OFFSET_OUT_OF_RANGE and log.log_start_offset == 3
+    assert log.delete_records_before(6) is ErrorCode.NONE and log.batches == () and log.log_end_offset == 6

@@ -108,3 +108,19 @@ def client_certificate(local: LocalCluster, folder: str, name: str):
     from replog.security.dev_ca import Authority
 
     return Authority.load(os.path.dirname(local.state()["tls"]["cafile"])).issue(folder, name)
+
+
+def read_partition(bootstrap: str, tp, end: int | None = None) -> list:
+    """Every record of one partition from its log start up to `end` (default: its end offset now)."""
+    from replog.client import Consumer
+
+    consumer = Consumer(bootstrap, auto_offset_reset="earliest")
+    try:
+        consumer.assign([tp])
+        end = consumer.end_offsets([tp])[tp] if end is None else end
+        records: list = []
+        wait_for(lambda: records.extend(consumer.poll(timeout_ms=200)) or consumer.position(tp) >= end,
+                 30, f"{tp} to be read to offset {end}")
+        return records
+    finally:
+        consumer.close()

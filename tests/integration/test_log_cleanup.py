@@ -5,7 +5,7 @@ import os
 import pytest
 
 from replog.client import Admin, Consumer, NewTopic, Producer, TopicPartition
-from tests.integration.cluster import started, wait_for
+from tests.integration.cluster import read_partition, started, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -37,17 +37,7 @@ def segment_count(cluster, topic):
 
 
 def read_all(bootstrap, topic):
-    consumer = Consumer(bootstrap, auto_offset_reset="earliest")
-    tp = TopicPartition(topic, 0)
-    try:
-        consumer.assign([tp])
-        end = consumer.end_offsets([tp])[tp]
-        records = []
-        wait_for(lambda: records.extend(consumer.poll(timeout_ms=200)) or consumer.position(tp) >= end,
-                 30, f"{topic} to be read to its end")
-        return records
-    finally:
-        consumer.close()
+    return read_partition(bootstrap, TopicPartition(topic, 0))
 
 
 def test_retention_bytes_deletes_old_segments_on_every_replica(quick_cleanup_cluster, bootstrap):

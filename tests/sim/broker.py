@@ -29,7 +29,9 @@ from replog.core.invariant import InvariantViolation
 from replog.core.log import MemoryLog, fetch_response
 from replog.core.messages import (
     AppendAsLeader,
+    CompleteDeleteRecords,
     CompleteProduce,
+    DeleteRecordsRequest,
     FetchPlan,
     IsrChanged,
     LogOp,
@@ -265,6 +267,11 @@ class BrokerNode:
             raise TypeError(f"broker {self.broker_id} got {message!r}")
         self._process()
 
+    def delete_records(self, partition: int, request: DeleteRecordsRequest) -> None:
+        """An administrator's DeleteRecords, as the service hands it to the partition's driver."""
+        self.drivers[partition].delete_records(request, self.sim.now_ms)
+        self._process()
+
     def _truncate_to_high_watermark_before_following(self, state: PartitionState) -> PartitionDriver:
         """The pre-KIP-101 rule: a replica that becomes a follower truncates its log
         to its own high watermark, then fetches from there (a one-partition run's rule)."""
@@ -349,7 +356,10 @@ class BrokerNode:
         proposal = AlterPartition(message.proposal_id, message.request, self.incarnation, driver.partition)
         self.sim.network.send(self.broker_id, CONTROLLER, proposal, self.sim.now_ms)
 
-    def complete_produce(self, driver: PartitionDriver, completion: CompleteProduce) -> None:
+    def complete(self, driver: PartitionDriver, completion: CompleteProduce | CompleteDeleteRecords) -> None:
+        if isinstance(completion, CompleteDeleteRecords):
+            self.sim.on_records_deleted(self, driver.partition, completion)
+            return
         self.sim.checkers[driver.partition].on_completion(self, completion)
         producer = completion.request_id[0]
         self.sim.network.send(self.broker_id, producer, ProduceReply(completion, driver.partition), self.sim.now_ms)

@@ -169,6 +169,8 @@ class Consumer:
         # (position, end offset) each time the leader reported our position past
         # the end of our last epoch: records we read were truncated away.
         self.truncations: list[tuple[int, int]] = []
+        # (position, log start) each time the records at our position had been deleted (auto.offset.reset=earliest).
+        self.resets: list[tuple[int, int]] = []
         self._in_flight: tuple[int, int] | None = None
         self._last_fetch_id = 0
         sim.schedule(sim.now_ms + sim.rng.randint(0, interval_ms), self._tick)
@@ -207,6 +209,10 @@ class Consumer:
             return
         self._in_flight = None
         response = message.response
+        if response.error == ErrorCode.OFFSET_OUT_OF_RANGE and self.position < response.log_start_offset:
+            self.resets.append((self.position, response.log_start_offset))  # DeleteRecords took them
+            self.position = response.log_start_offset
+            return
         if response.error != ErrorCode.NONE:
             return
         if response.diverging_epoch is not None:

@@ -5,7 +5,8 @@
     REPLOG_SIM_SEEDS=5000 pytest tests/sim -k seed  seeds 0..4999 instead of the default
 
 The transaction runs (`test_txn_seed`, fixture `sim_txn_seed`) take the same options; by
-default they run seeds 0..DEFAULT_TXN_SEED_COUNT-1.
+default they run seeds 0..DEFAULT_TXN_SEED_COUNT-1; the runs with DeleteRecords
+(`test_delete_records_seed`, fixture `sim_delete_seed`) 0..DEFAULT_DELETE_SEED_COUNT-1.
 """
 
 import os
@@ -14,6 +15,7 @@ import pytest
 
 DEFAULT_SEED_COUNT = 600
 DEFAULT_TXN_SEED_COUNT = 200
+DEFAULT_DELETE_SEED_COUNT = 60
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,7 +37,8 @@ def _option(config: pytest.Config, name: str, variable: str) -> int | None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    for name, default in (("sim_seed", DEFAULT_SEED_COUNT), ("sim_txn_seed", DEFAULT_TXN_SEED_COUNT)):
+    for name, default in (("sim_seed", DEFAULT_SEED_COUNT), ("sim_txn_seed", DEFAULT_TXN_SEED_COUNT),
+                          ("sim_delete_seed", DEFAULT_DELETE_SEED_COUNT)):
         if name not in metafunc.fixturenames:
             continue
         seed = _option(metafunc.config, "sim_seed", "REPLOG_SIM_SEED")

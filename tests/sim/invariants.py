@@ -53,6 +53,8 @@ class Checker:
         self._verified_to: dict[int, int] = {}
         # Acknowledgements of writes acknowledged before: retries of idempotent batches (and markers).
         self.retries_answered = 0
+        # The highest offset a DeleteRecords was answered for without an error: no replica may start below it.
+        self.deleted_before = 0
         # (broker, (partition, producer id, epoch), answer) for every verification a leader heard.
         self.verifications: list[tuple[int, tuple[int, int, int], ErrorCode]] = []
 
@@ -185,7 +187,15 @@ class Checker:
 
     def final_check(self) -> None:
         sim = self.sim
-        logs = {broker: node.disks[self.partition].log.batches for broker, node in sim.brokers.items()}
+        # What DeleteRecords took is gone on purpose: the batches wholly before a log start. A deletion that was
+        # not answered (its leader lost the leadership first) may have reached some replicas and not others.
+        starts = {broker: node.disks[self.partition].log.log_start_offset for broker, node in sim.brokers.items()}
+        start = max(starts.values())
+        deleted = self.deleted_before
+        if min(starts.values()) < deleted:
+            self.fail(f"DeleteRecords before {deleted} was answered, but the logs start at {starts}")
+        logs = {broker: tuple(batch for batch in node.disks[self.partition].log.batches if batch.last_offset >= start)
+                for broker, node in sim.brokers.items()}
         reference_broker, reference = next(iter(logs.items()))
         for broker, batches in logs.items():
             if batches != reference:
@@ -193,12 +203,16 @@ class Checker:
         by_offset = {batch.base_offset: batch for batch in reference}
         if self.clean:
             for base_offset, batch in self.acknowledged.items():
+                if batch.last_offset < start:
+                    continue
                 if by_offset.get(base_offset) != batch:
                     self.fail(f"acknowledged write {batch} is lost: the log has {by_offset.get(base_offset)}")
             for producer in sim.producers:
                 if producer.partition != self.partition:
                     continue
                 for ack in producer.acknowledged:
+                    if ack.base_offset < start:
+                        continue  # one-record batches: deleted
                     batch = by_offset.get(ack.base_offset)
                     if ack.acks == ACKS_ALL and (batch is None or batch.records != (ack.payload,)):
                         self.fail(f"{producer.address}'s acknowledged {ack} is lost: the log has {batch}")
@@ -206,9 +220,9 @@ class Checker:
             if consumer.partition != self.partition:
                 continue
             for base_offset, batch in consumer.records.items():
-                if self.clean and by_offset.get(base_offset) != batch:
+                if self.clean and batch.last_offset >= start and by_offset.get(base_offset) != batch:
                     self.fail(f"{consumer.address} read {batch}, the log has {by_offset.get(base_offset)}")
-            end_offset = reference[-1].last_offset + 1 if reference else 0
+            end_offset = reference[-1].last_offset + 1 if reference else start
             # A read_committed consumer stops at the last stable offset (txn_invariants checks what it read).
             if consumer.position != end_offset and not consumer.read_committed:
                 self.fail(f"{consumer.address} stopped at {consumer.position}, the log ends at {end_offset}")

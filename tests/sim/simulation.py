@@ -24,7 +24,15 @@ from random import Random
 from typing import Any
 
 from replog.core.config import ReplicaConfig
-from replog.core.messages import NO_LEADER, AlterPartitionRequest, PartitionState
+from replog.core.errors import ErrorCode
+from replog.core.messages import (
+    DELETE_TO_HIGH_WATERMARK,
+    NO_LEADER,
+    AlterPartitionRequest,
+    CompleteDeleteRecords,
+    DeleteRecordsRequest,
+    PartitionState,
+)
 from replog.core.replica import Role
 
 from .broker import BrokerNode
@@ -70,6 +78,8 @@ class SimConfig:
     read_committed: bool = False
     # Transactions v2 (KIP-890 part 2): producers send no AddPartitionsToTxn; the leaders add their partitions.
     leader_adds: bool = False
+    # An administrator deleting records (DeleteRecords) at random offsets now and then, during the faults.
+    delete_records: bool = False
     replica: ReplicaConfig = field(
         default_factory=lambda: ReplicaConfig(
             replica_lag_time_ms_max=1_000,
@@ -173,6 +183,8 @@ class Simulation:
         for broker, node in self.brokers.items():
             self.network.attach(broker, node)
         self._next_broker_epoch = 1
+        self._deletions = 0
+        self.deletions_answered: list[tuple[int, CompleteDeleteRecords]] = []
         self._cut_since: dict[int, int] = {}
         self._proposals_in_flight: dict[int, list[AlterPartitionRequest]] = {p: [] for p in range(config.partitions)}
         self.faults_active = False
@@ -419,6 +431,42 @@ class Simulation:
     def inject_random_faults(self, until_ms: int) -> None:
         self.faults_active = True
         self.schedule(self.now_ms + self.rng.randint(200, 800), self._random_fault, until_ms)
+        if self.config.delete_records:
+            self.schedule(self.now_ms + self.rng.randint(300, 900), self._random_delete_records, until_ms)
+
+    def _random_delete_records(self, until_ms: int) -> None:
+        """DeleteRecords at a random offset up to the leader's high watermark (or -1, the high watermark)."""
+        if not self.faults_active or self.now_ms >= until_ms:
+            return
+        self.schedule(self.now_ms + self.rng.randint(300, 900), self._random_delete_records, until_ms)
+        partition = self.rng.choice(list(self.partitions))
+        node = self.leader_node(partition)
+        if node is None:
+            return
+        replica = node.drivers[partition].replica
+        offset = (DELETE_TO_HIGH_WATERMARK if self.rng.random() < 0.2
+                  else self.rng.randint(replica.log_start_offset, replica.high_watermark))
+        self._deletions += 1
+        asked = offset if offset != DELETE_TO_HIGH_WATERMARK else replica.high_watermark
+        node.delete_records(partition, DeleteRecordsRequest(("admin", self._deletions, asked), offset, 1_000))
+
+    def on_records_deleted(self, node: BrokerNode, partition: int, completion: CompleteDeleteRecords) -> None:
+        """A DeleteRecords answered: when it succeeded, every live ISR member's log starts at its offset."""
+        self.deletions_answered.append((partition, completion))
+        if completion.error != ErrorCode.NONE:
+            return
+        asked = completion.request_id[2]
+        checker = self.checkers[partition]
+        checker.deleted_before = max(checker.deleted_before, asked)
+        if completion.low_watermark < asked:
+            self.checkers[partition].fail(f"DeleteRecords before {asked} answered with low watermark "
+                                          f"{completion.low_watermark}")
+        for member in node.drivers[partition].replica.isr:
+            follower = self.brokers[member]
+            if follower.up and follower.drivers[partition].replica.log_start_offset < asked:
+                self.checkers[partition].fail(
+                    f"DeleteRecords before {asked} answered while ISR member {member}'s log starts at "
+                    f"{follower.drivers[partition].replica.log_start_offset}")
 
     def _random_fault(self, until_ms: int) -> None:
         if not self.faults_active or self.now_ms >= until_ms:
@@ -548,10 +596,16 @@ FAULT_PHASE_MS = 8_000
 SETTLE_MS_MAX = 30_000
 
 
-def run_seed(seed: int, *, fault_phase_ms: int = FAULT_PHASE_MS, transactions: bool = False) -> Simulation:
+def run_seed(seed: int, *, fault_phase_ms: int = FAULT_PHASE_MS, transactions: bool = False,
+             delete_records: bool = False) -> Simulation:
     """One randomized run: faults for a while, then heal, settle and check the end state. With
-    `transactions`, a run of SimConfig.random_transactions (its seeds are another sequence)."""
-    if transactions:
+    `transactions`, a run of SimConfig.random_transactions (its seeds are another sequence); with
+    `delete_records`, SimConfig.random's run with an administrator deleting records as well."""
+    if delete_records:
+        rng = Random(seed)
+        sim = Simulation(seed, replace(SimConfig.random(rng), delete_records=True),
+                         replay="pytest tests/sim -k 'test_delete_records_seed' --sim-seed {seed}")
+    elif transactions:
         rng = Random(seed)
         sim = Simulation(seed, SimConfig.random_transactions(rng),
                          replay="pytest tests/sim -k 'test_txn_seed' --sim-seed {seed}")

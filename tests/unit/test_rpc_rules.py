@@ -171,3 +171,17 @@ def test_a_transactional_producer_needs_write_on_its_transactional_id():
     _, response, _ = run(rpc_rules.COORDINATOR + "InitProducerId", coordinator_pb2.InitProducerIdRequest(),
                          Judge((Operation.WRITE, ResourceType.TOPIC, "t")))
     assert response.error_code == 0
+
+
+def test_delete_records_needs_delete_on_the_topic_and_read_alone_is_not_enough():
+    request = broker_pb2.DeleteRecordsRequest(topics=[
+        broker_pb2.DeleteRecordsTopic(topic=name, partitions=[broker_pb2.DeleteRecordsPartition(partition=0, offset=5)])
+        for name in ("mine", "theirs")])
+    judge = Judge((Operation.DELETE, ResourceType.TOPIC, "mine"), (Operation.READ, ResourceType.TOPIC, "theirs"),
+                  (Operation.WRITE, ResourceType.TOPIC, "theirs"))
+    request, response, plan = run("DeleteRecords", request, judge)
+    assert [t.topic for t in request.topics] == ["mine"] and not plan.skip_servicer
+    [denied] = response.topics
+    assert denied.topic == "theirs"
+    assert denied.partitions[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert "may not Delete on Topic:theirs" in denied.partitions[0].error_message

@@ -101,6 +101,11 @@ class BrokerServiceStub:
                 request_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
                 response_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeProducersResponse.FromString,
                 _registered_method=True)
+        self.DeleteRecords = channel.unary_unary(
+                '/replog.api.broker.v1.BrokerService/DeleteRecords',
+                request_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
+                response_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DeleteRecordsResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServiceServicer:
@@ -207,6 +212,18 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteRecords(self, request, context):
+        """Deletes the records of partitions this broker leads before given offsets
+        (Kafka's DeleteRecords, what kafka-delete-records.sh sends): each
+        partition's log start offset moves up to its offset, on the leader at
+        once and on each follower from its next fetch; segments wholly below it
+        are removed. A partition is answered once every in-sync replica's log
+        starts at its offset or later (the low watermark), or at timeout_ms.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -264,6 +281,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.DescribeProducers,
                     request_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeProducersRequest.FromString,
                     response_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeProducersResponse.SerializeToString,
+            ),
+            'DeleteRecords': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteRecords,
+                    request_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DeleteRecordsRequest.FromString,
+                    response_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DeleteRecordsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -575,6 +597,33 @@ class BrokerService:
             '/replog.api.broker.v1.BrokerService/DescribeProducers',
             replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
             replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeProducersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteRecords(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/replog.api.broker.v1.BrokerService/DeleteRecords',
+            replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
+            replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DeleteRecordsResponse.FromString,
             options,
             channel_credentials,
             insecure,

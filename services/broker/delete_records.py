@@ -1,0 +1,85 @@
+"""DeleteRecords: a partition's records before an offset deleted (Kafka's DeleteRecords).
+
+The leader's core moves its log start offset and holds the request until every
+ISR member's log starts there too (followers take the leader's log start from
+their next fetch answer), or until the request's timeout; this module hands each
+partition to its driver and waits for the answers. A topic that does not delete
+(cleanup.policy=compact alone, the internal topics among them) is refused, as
+Kafka refuses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from replog.api.broker.v1 import broker_pb2
+from replog.broker.partitions import Partitions
+from replog.broker.replicas import now_ms
+from replog.core.errors import ErrorCode
+from replog.core.messages import CompleteDeleteRecords, DeleteRecordsRequest
+from replog.core.replica import Role
+from replog.core.topic_partition import TopicPartition
+
+log = logging.getLogger("replog.broker")
+
+DELETE_RECORDS_TIMEOUT_MS = 30_000  # a request's timeout_ms of 0
+DELETE_RECORDS_TIMEOUT_MS_MAX = 300_000
+
+
+def timeout_problem(timeout_ms: int) -> str | None:
+    if not 0 <= timeout_ms <= DELETE_RECORDS_TIMEOUT_MS_MAX:
+        return (f"timeout_ms {timeout_ms} is out of range: give 0 (the default, "
+                f"{DELETE_RECORDS_TIMEOUT_MS} ms) up to {DELETE_RECORDS_TIMEOUT_MS_MAX}")
+    return None
+
+
+async def handle_delete_records(partitions: Partitions,
+                                request: broker_pb2.DeleteRecordsRequest) -> broker_pb2.DeleteRecordsResponse:
+    """Hand each partition this broker leads to its core, then answer each as its core does."""
+    response = broker_pb2.DeleteRecordsResponse()
+    timeout_ms = request.timeout_ms or DELETE_RECORDS_TIMEOUT_MS
+    waits = []
+    now = now_ms()
+    for topic in request.topics:
+        topic_response = response.topics.add(topic=topic.topic)
+        for asked in topic.partitions:
+            result = topic_response.partitions.add(partition=asked.partition, low_watermark=-1)
+            key = TopicPartition(topic.topic, asked.partition)
+            refusal = _refusal(partitions, key)
+            if refusal is not None:
+                result.error_code, result.error_message = int(refusal[0]), refusal[1]
+                continue
+            driver = partitions.by_name[key]
+            waiters = partitions.delete_waiters
+            request_id = waiters.new_request_id()
+            waiter = waiters.wait(request_id)
+            start_before = driver.log.log_start_offset
+            driver.delete_records(DeleteRecordsRequest(request_id, asked.offset, timeout_ms), now)
+            if driver.log.log_start_offset > start_before:
+                log.info("%s: records before offset %d deleted (the log started at %d)", key,
+                         driver.log.log_start_offset, start_before)
+            waits.append((result, waiter))
+    for result, waiter in waits:
+        completion: CompleteDeleteRecords = await asyncio.shield(waiter)
+        result.error_code = int(completion.error)
+        result.low_watermark = completion.low_watermark
+        if completion.error != ErrorCode.NONE:
+            result.error_message = completion.message or completion.error.name
+    return response
+
+
+def _refusal(partitions: Partitions, key: TopicPartition) -> tuple[ErrorCode, str] | None:
+    driver = partitions.by_name.get(key)
+    if driver is None:
+        error = partitions.metadata.not_hosted(key)
+        if error is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            return error, f"broker {partitions.broker_id} is not the leader of {key}"
+        return error, f"{key} does not exist"
+    if driver.replica.role is not Role.LEADER:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {partitions.broker_id} is not the leader of {key}"
+    if not driver.log.config.deletes:
+        return (ErrorCode.POLICY_VIOLATION,
+                f"{key.topic} keeps every key's latest record (cleanup.policy={driver.log.config.cleanup_policy}): "
+                "its records are not deleted by offset")
+    return None

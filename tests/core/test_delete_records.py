@@ -1,0 +1,136 @@
+"""DeleteRecords: the leader's log start moves at once, each follower's from its next fetch answer, and
+the request is answered once the ISR's lowest log start (the low watermark) has reached its offset."""
+
+from replog.core.config import ReplicaConfig
+from replog.core.errors import ErrorCode
+from replog.core.messages import DELETE_TO_HIGH_WATERMARK, CompleteDeleteRecords, DeleteRecordsRequest
+
+from .harness import Node, catch_up, partition_state, produce, replicate
+
+
+def cluster_with_records(count: int = 10, isr=(1, 2, 3)):
+    """A leader (1) and two followers, `count` one-record batches committed on all three."""
+    config = ReplicaConfig(min_insync_replicas=1, replica_lag_time_ms_max=1_000)
+    leader, f2, f3 = Node(1, config), Node(2, config), Node(3, config)
+    state = partition_state(leader=1, isr=isr)
+    for node in (leader, f2, f3):
+        node.replica.handle_leader_and_isr(state, 0)
+        node.apply()
+    for index in range(count):
+        leader.replica.handle_produce(produce(f"p{index}", acks=1), 0)
+        leader.apply()
+    for _ in range(2):
+        for follower in (f2, f3):
+            catch_up(follower, leader)
+    assert leader.replica.high_watermark == count
+    return leader, f2, f3
+
+
+def delete(leader: Node, offset: int, request_id: str = "d", timeout_ms: int = 1_000, now_ms: int = 0):
+    leader.replica.handle_delete_records(DeleteRecordsRequest(request_id, offset, timeout_ms), now_ms)
+    leader.apply(now_ms)
+    return deleted(leader, request_id)
+
+
+def deleted(leader: Node, request_id: str = "d") -> CompleteDeleteRecords | None:
+    return next((c for c in leader.completions if isinstance(c, CompleteDeleteRecords) and c.request_id == request_id),
+                None)
+
+
+def test_the_leader_deletes_at_once_and_answers_once_both_followers_start_there_too():
+    leader, f2, f3 = cluster_with_records()
+    assert delete(leader, 4) is None
+    assert leader.replica.log_start_offset == leader.log.log_start_offset == 4
+    assert leader.log.read(3, 1 << 20).error is ErrorCode.OFFSET_OUT_OF_RANGE
+    replicate(f2, leader)  # learns the log start from the answer
+    assert f2.replica.log_start_offset == f2.log.log_start_offset == 4
+    replicate(f2, leader)  # its next fetch tells the leader
+    assert deleted(leader) is None  # f3 still starts at 0
+    replicate(f3, leader)
+    replicate(f3, leader)
+    answer = deleted(leader)
+    assert answer.error is ErrorCode.NONE and answer.low_watermark == 4
+    assert leader.replica.low_watermark == 4
+
+
+def test_minus_one_deletes_up_to_the_high_watermark_and_not_past_it():
+    leader, f2, f3 = cluster_with_records(count=6)
+    leader.replica.handle_produce(produce("uncommitted", acks=1), 0)  # in the leader's log, above the HW
+    leader.apply()
+    delete(leader, DELETE_TO_HIGH_WATERMARK)
+    assert leader.replica.log_start_offset == 6 and leader.replica.log_end_offset == 7
+
+
+def test_an_offset_past_the_high_watermark_or_below_minus_one_is_refused_and_nothing_is_deleted():
+    leader, _, _ = cluster_with_records(count=5)
+    for offset in (6, -2):
+        answer = delete(leader, offset, request_id=str(offset))
+        assert answer.error is ErrorCode.OFFSET_OUT_OF_RANGE
+        assert "high watermark 5" in answer.message
+    assert leader.replica.log_start_offset == 0 and leader.log.log_start_offset == 0
+
+
+def test_an_offset_below_the_log_start_deletes_nothing_more_and_is_answered_at_once():
+    leader, f2, f3 = cluster_with_records()
+    delete(leader, 5, request_id="first")
+    for follower in (f2, f3):
+        replicate(follower, leader)
+        replicate(follower, leader)
+    answer = delete(leader, 2, request_id="again")
+    assert answer.error is ErrorCode.NONE and answer.low_watermark == 5
+    assert leader.replica.log_start_offset == 5
+
+
+def test_a_follower_outside_the_isr_does_not_hold_the_answer_back():
+    leader, f2, _ = cluster_with_records(isr=(1, 2))
+    delete(leader, 3)
+    replicate(f2, leader)
+    replicate(f2, leader)
+    assert deleted(leader).error is ErrorCode.NONE
+
+
+def test_a_follower_that_never_catches_up_leaves_the_request_to_time_out_with_the_low_watermark():
+    leader, f2, _ = cluster_with_records()
+    delete(leader, 3, timeout_ms=500)
+    replicate(f2, leader)
+    replicate(f2, leader)
+    leader.replica.tick(400)
+    leader.apply(400)
+    assert deleted(leader) is None
+    leader.replica.tick(500)
+    leader.apply(500)
+    answer = deleted(leader)
+    assert answer.error is ErrorCode.REQUEST_TIMED_OUT and answer.low_watermark == 0
+    assert "starts at 0" in answer.message
+    assert leader.replica.log_start_offset == 3  # the leader's records are gone all the same
+
+
+def test_a_leader_that_loses_its_leadership_answers_not_leader_at_once():
+    leader, _, _ = cluster_with_records()
+    delete(leader, 3)
+    leader.replica.handle_leader_and_isr(partition_state(leader=2, leader_epoch=2), 0)
+    leader.apply()
+    assert deleted(leader).error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_follower_is_asked_to_delete_records_and_refuses_as_not_the_leader():
+    _, f2, _ = cluster_with_records()
+    assert delete(f2, 3).error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert f2.replica.log_start_offset == 0
+
+
+def test_followers_take_the_log_start_the_leaders_retention_moved_too():
+    leader, f2, _ = cluster_with_records()
+    leader.log.delete_records_before(6)  # retention deletes from the log first, then tells the core
+    leader.replica.advance_log_start_offset(6)
+    assert leader.replica.ready().log_ops == ()  # nothing for the leader's log to do again
+    replicate(f2, leader)
+    assert f2.replica.log_start_offset == f2.log.log_start_offset == 6
+
+
+def test_the_follower_fetch_carries_its_log_start_offset():
+    leader, f2, _ = cluster_with_records()
+    delete(leader, 7)
+    replicate(f2, leader)
+    f2.apply()
+    assert f2.take_fetch().request.log_start_offset == 7
