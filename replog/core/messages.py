@@ -188,6 +188,8 @@ class FetchPlan:
     max_offset: int = 0
     max_bytes: int = 0
     last_stable_offset: int = -1
+    # A follower whose log starts before the leader's (DeleteRecords, retention) is told at once.
+    start_moved: bool = False
 
     @property
     def has_data(self) -> bool:
@@ -195,9 +197,10 @@ class FetchPlan:
 
     @property
     def quiet(self) -> bool:
-        """Nothing to answer yet: no records, no error, no divergence. A long-polling fetch
-        whose partitions are all quiet is held until one is not, or its wait is over."""
-        return not self.has_data and self.error == ErrorCode.NONE and self.diverging_epoch is None
+        """Nothing to answer yet: no records, no error, no divergence, no log start to follow. A long-polling
+        fetch whose partitions are all quiet is held until one is not, or its wait is over."""
+        return (not self.has_data and self.error == ErrorCode.NONE and self.diverging_epoch is None
+                and not self.start_moved)
 
 
 # ---- outputs: log operations, applied in order, before anything is sent ----

@@ -134,3 +134,13 @@ def test_the_follower_fetch_carries_its_log_start_offset():
     replicate(f2, leader)
     f2.apply()
     assert f2.take_fetch().request.log_start_offset == 7
+
+
+def test_a_follower_whose_log_starts_before_the_leaders_is_answered_without_waiting_for_records():
+    leader, f2, _ = cluster_with_records()
+    f2.apply()
+    fetch = f2.take_fetch()
+    assert leader.replica.handle_fetch(fetch.request, 0).quiet  # nothing new: a long poll would hold it
+    delete(leader, 4)
+    plan = leader.replica.handle_fetch(fetch.request, 0)
+    assert not plan.quiet and plan.log_start_offset == 4  # the held fetch answers now, with the new log start
