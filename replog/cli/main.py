@@ -14,6 +14,7 @@ from replog.cli import (
     consume,
     delete_records,
     dev,
+    get_offsets,
     groups,
     k8s,
     leader_election,
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     reassign.add_commands(commands)
     configs.add_commands(commands)
     delete_records.add_commands(commands)
+    get_offsets.add_commands(commands)
     produce.add_commands(commands)
     consume.add_commands(commands)
     groups.add_commands(commands)

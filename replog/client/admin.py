@@ -323,13 +323,17 @@ class Admin:
                      isolation_level: str = "read_uncommitted") -> dict[TopicPartition, int]:
         """Offsets at the partitions' leaders (Kafka's listOffsets): for each partition "earliest" (the
         log start), "latest" (the high watermark), or a time in ms since the Unix epoch (the first
-        offset whose record is at or after it; -1 when there is none)."""
+        offset whose record is at or after it; -1 when there is none). UnknownTopicError or AdminError for
+        a partition that does not exist."""
         timestamps = {TopicPartition(*tp): _timestamp_of(spec) for tp, spec in specs.items()}
+        if not timestamps:
+            return {}
         self._metadata.add_topics({tp.topic for tp in timestamps})
         wait_s = self._request_timeout_s
 
         async def lookup():
             await self._metadata.refresh()
+            _check_partitions_in(self._metadata.current, timestamps)  # a missing one has no leader to wait for
             return await list_offsets(self._metadata, self._channels, timestamps, isolation_level=isolation_level,
                                       request_timeout_s=wait_s, retry_backoff_s=self._retry_backoff_s,
                                       timeout_s=wait_s)
@@ -594,12 +598,7 @@ class Admin:
 
     def _check_partitions(self, tps: list[TopicPartition]) -> None:
         """UnknownTopicError or AdminError for a partition that does not exist."""
-        for topic in self.describe_topics(sorted({tp.topic for tp in tps})):
-            count = len(topic.partitions)
-            for tp in tps:
-                if tp.topic == topic.name and not 0 <= tp.partition < count:
-                    raise AdminError(f"topic {tp.topic!r} has partitions 0..{count - 1}, not {tp.partition}",
-                                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, tp.topic)
+        _check_partitions_in(self._refresh(sorted({tp.topic for tp in tps})), tps)
 
     async def _at_leaders(self, tps: list[TopicPartition], call: Callable, read: Callable, what: str) -> dict:
         """Ask each partition's leader (`call(stub, partitions)`), finding leaders again after a retriable
@@ -759,6 +758,20 @@ def _state_number(state: str) -> int:
             return number
     raise ClientError(f"a group state is one of {', '.join(requests.GROUP_STATES.values())}, not {state!r}",
                       ErrorCode.INVALID_REQUEST)
+
+
+def _check_partitions_in(metadata: ClusterMetadata, tps: Iterable[TopicPartition]) -> None:
+    """UnknownTopicError or AdminError for a partition the metadata says does not exist."""
+    for tp in tps:
+        count = metadata.partition_count(tp.topic)
+        if count is None:
+            error = metadata.topic_errors.get(tp.topic)
+            if error is None or error.error_code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                raise UnknownTopicError(tp.topic)
+            raise AdminError(_topic_failure(tp.topic, error.error_code, error.message), error.error_code, tp.topic)
+        if not 0 <= tp.partition < count:
+            raise AdminError(f"topic {tp.topic!r} has partitions 0..{count - 1}, not {tp.partition}",
+                             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, tp.topic)
 
 
 def _timestamp_of(spec: str | int) -> int:

@@ -149,3 +149,22 @@ def test_bench_prints_its_figures_as_json(replog, kind):
     assert (result["records"], result["partitions"], result["replication_factor"]) == (20000, 3, 3)
     if kind == "e2e":
         assert 0 < result["p50_ms"] <= result["p99_ms"] <= result["p999_ms"]
+
+
+def test_get_offsets_prints_each_partitions_offsets_and_refuses_what_is_not_there(replog):
+    replog("topics", "create", "cli-offsets", "--partitions", "2", "--replication-factor", "2")
+    replog("produce", "cli-offsets", "--acks", "all", "--key-separator", ":", stdin="a:1\nb:2\nc:3\nd:4\ne:5\n")
+    latest = replog("get-offsets", "--topic", "cli-offsets").stdout.splitlines()
+    counts = {line.rsplit(":", 1)[0]: int(line.rsplit(":", 1)[1]) for line in latest}
+    assert set(counts) == {"cli-offsets:0", "cli-offsets:1"} and sum(counts.values()) == 5
+    assert replog("get-offsets", "--topic", "cli-offsets", "--time", "-2", "--partitions", "1").stdout == \
+        "cli-offsets:1:0\n"
+    future = json.loads(replog("get-offsets", "--topic", "cli-offsets", "--time", "99999999999999", "--json").stdout)
+    assert [entry["offset"] for entry in future["offsets"]] == [-1, -1]  # no record that late
+    for args, said in ((("--partitions", "7"), "has partitions 0..1, not 7"),
+                       (("--partitions", "one"), "--partitions takes partition numbers"),
+                       (("--time", "yesterday"), "--time takes latest (-1), earliest (-2) or milliseconds")):
+        result = replog("get-offsets", "--topic", "cli-offsets", *args, check=False)
+        assert result.returncode == 1 and said in result.stderr and "Traceback" not in result.stderr, result
+    result = replog("get-offsets", "--topic", "cli-nope", check=False)
+    assert result.returncode == 1 and "topic 'cli-nope' does not exist" in result.stderr
