@@ -230,3 +230,32 @@ class ReplogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def stop(self) -> None:
         self._cluster.close()
+
+
+class RefusedStreamReader(DataSourceStreamReader):
+    """A stream whose options were refused: it says why at the first thing Spark asks of it.
+
+    PySpark's stream runner stops the reader in a `finally` even when making it failed, which hides the
+    refusal behind an UnboundLocalError; a reader that exists and refuses keeps the sentence last.
+    """
+
+    def __init__(self, error: OptionError) -> None:
+        self.error = error
+
+    def initialOffset(self) -> dict:
+        raise self.error
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        raise self.error
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        raise self.error
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        raise self.error
+
+    def read(self, partition: InputPartition) -> Iterator:
+        raise self.error
+
+    def stop(self) -> None:
+        pass

@@ -18,7 +18,12 @@ from replog.spark.options import (
     source_options,
     wants_headers,
 )
-from replog.spark.reader import ReplogBatchReader, ReplogFilteringBatchReader, ReplogStreamReader
+from replog.spark.reader import (
+    RefusedStreamReader,
+    ReplogBatchReader,
+    ReplogFilteringBatchReader,
+    ReplogStreamReader,
+)
 from replog.spark.writer import Columns, ReplogBatchWriter, ReplogStreamWriter, sink_columns
 
 log = logging.getLogger("replog.spark")
@@ -39,8 +44,11 @@ class ReplogDataSource(DataSource):
         log.info("reading %s from %s over %s", options.subscription, options.bootstrap, options.security)
         return ReplogFilteringBatchReader(options) if options.push_filters else ReplogBatchReader(options)
 
-    def streamReader(self, schema: StructType) -> ReplogStreamReader:
-        options = _with_columns(source_options(self.options, streaming=True), schema)
+    def streamReader(self, schema: StructType) -> ReplogStreamReader | RefusedStreamReader:
+        try:
+            options = _with_columns(source_options(self.options, streaming=True), schema)
+        except OptionError as error:
+            return RefusedStreamReader(error)
         log.info("streaming %s from %s over %s", options.subscription, options.bootstrap, options.security)
         return ReplogStreamReader(options)
 

@@ -139,6 +139,15 @@ def test_a_stream_starting_past_the_log_end_is_refused_naming_the_offset(spark, 
         failed.exception())
 
 
+def test_a_stream_given_a_batch_only_option_fails_with_that_sentence_last(spark, bootstrap, admin, tmp_path):
+    create_topic(admin, "streamed-badly", partitions=1)
+    failed = run_available_now(stream(spark, bootstrap, "streamed-badly", endingOffsets="latest"),
+                               tmp_path / "sink", tmp_path / "checkpoint")
+    message = str(failed.exception())
+    assert "OptionError: endingOffsets is for batch reads only" in message
+    assert "UnboundLocalError" not in message, message
+
+
 def test_the_orders_per_minute_job_writes_each_minutes_totals(spark, bootstrap, admin, tmp_path):
     import datetime
     import json
