@@ -18,6 +18,7 @@ from replog.cli import (
     groups,
     k8s,
     leader_election,
+    log_dirs,
     produce,
     reassign,
     tokens,
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     configs.add_commands(commands)
     delete_records.add_commands(commands)
     get_offsets.add_commands(commands)
+    log_dirs.add_commands(commands)
     produce.add_commands(commands)
     consume.add_commands(commands)
     groups.add_commands(commands)

@@ -38,6 +38,7 @@ from replog.client.types import (
     CreatedTopic,
     GroupDescription,
     GroupListing,
+    LogDirDescription,
     NewTopic,
     OffsetAndMetadata,
     PreparedTransaction,
@@ -364,6 +365,40 @@ class Admin:
                 timeout=wait_s),
             broker_requests.deleted_records, "deleting records"),
             wait_s + 5, what="deleting records")
+
+    def describe_log_dirs(self, brokers: Iterable[int] | None = None,
+                          topics: Iterable[str] | None = None) -> dict[int, list[LogDirDescription]]:
+        """Each broker's log dirs and the replicas in them (Kafka's describeLogDirs): every live broker, or
+        the given ones; every partition, or those of the given topics. AdminError for a broker that is not
+        live or a topic that does not exist."""
+        metadata = self._refresh(None)
+        wanted = sorted(metadata.brokers) if brokers is None else sorted(set(brokers))
+        for broker in wanted:
+            if broker not in metadata.brokers:
+                live = ", ".join(str(b) for b in sorted(metadata.brokers)) or "none"
+                raise AdminError(f"broker {broker} is not live (live brokers: {live})", ErrorCode.BROKER_NOT_AVAILABLE)
+        request = broker_requests.describe_log_dirs_request(None)
+        if topics is not None:
+            described = self.describe_topics(sorted(set(topics)))
+            request = broker_requests.describe_log_dirs_request(
+                TopicPartition(topic.name, p.partition) for topic in described for p in topic.partitions)
+
+        async def ask(broker: int) -> list[LogDirDescription]:
+            address = metadata.brokers[broker]
+            try:
+                response = await self._channels.broker(address).DescribeLogDirs(request,
+                                                                                timeout=self._request_timeout_s)
+            except grpc.aio.AioRpcError as error:
+                raise AdminError(f"broker {broker} at {address} did not describe its log dirs: "
+                                 f"{error.code().name}: {error.details()}",
+                                 error_code_for_status(error.code())) from None
+            return broker_requests.described_log_dirs(response)
+
+        async def ask_all() -> dict[int, list[LogDirDescription]]:
+            answers = await asyncio.gather(*(ask(broker) for broker in wanted))
+            return dict(zip(wanted, answers, strict=True))
+
+        return self._io.run(ask_all(), self._request_timeout_s + 5, what="describing log dirs")
 
     # -- consumer groups -------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from replog.api.broker.v1 import broker_pb2
 from replog.api.common.v1 import common_pb2
-from replog.client.types import ProducerDescription
+from replog.client.types import LogDirDescription, ProducerDescription, ReplicaInfo
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
 from replog.rpc.coordinator_convert import grouped
@@ -119,10 +119,25 @@ def delete_records_request(offsets: Iterable[tuple[TopicPartition, int]],
         topics=[broker_pb2.DeleteRecordsTopic(topic=topic, partitions=parts) for topic, parts in by_topic.items()])
 
 
+def describe_log_dirs_request(partitions: Iterable[TopicPartition] | None) -> broker_pb2.DescribeLogDirsRequest:
+    """DescribeLogDirs of these partitions, or of every one (None)."""
+    return broker_pb2.DescribeLogDirsRequest(topics=grouped(partitions) if partitions is not None else [])
+
+
 def deleted_records(response: broker_pb2.DeleteRecordsResponse) -> dict[TopicPartition, tuple[ErrorCode, str, int]]:
     """Each partition's outcome and low watermark."""
     return {tp: (ErrorCode.of(result.error_code), result.error_message, result.low_watermark)
             for tp, result in partition_results(response).items()}
+
+
+def described_log_dirs(response: broker_pb2.DescribeLogDirsResponse) -> list[LogDirDescription]:
+    """A broker's log dirs, each with its replicas by partition."""
+    return [LogDirDescription(
+        described.log_dir, ErrorCode.of(described.error_code), described.total_bytes, described.usable_bytes,
+        {TopicPartition(topic.topic, p.partition): ReplicaInfo(p.size_bytes, p.log_start_offset, p.log_end_offset,
+                                                               p.high_watermark, p.leader)
+         for topic in described.topics for p in topic.partitions})
+        for described in response.log_dirs]
 
 
 def abort_marker_request(tp: TopicPartition, producer_id: int, producer_epoch: int,

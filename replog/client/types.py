@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
 
 Headers = tuple[tuple[str, "bytes | None"], ...]
@@ -196,6 +197,28 @@ class AbortTransactionSpec:
     producer_id: int
     producer_epoch: int
     coordinator_epoch: int
+
+
+@dataclass(frozen=True)
+class ReplicaInfo:
+    """One partition replica in a broker's log dir (Kafka's ReplicaInfo, with its offsets)."""
+
+    size_bytes: int  # of its log segments on disk
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    leader: bool  # whether this broker leads the partition
+
+
+@dataclass(frozen=True)
+class LogDirDescription:
+    """One log dir of a broker (Kafka's LogDirDescription): its filesystem's room and its replicas."""
+
+    log_dir: str
+    error: ErrorCode  # NONE, or KAFKA_STORAGE_ERROR when the broker cannot read it
+    total_bytes: int  # of the filesystem holding it; -1 when unknown
+    usable_bytes: int  # free there; -1 when unknown
+    replicas: dict[TopicPartition, ReplicaInfo]
 
 
 @dataclass(frozen=True)

@@ -152,6 +152,7 @@ class SessionPartition:
             or plan.diverging_epoch is not None
             or plan.high_watermark != self.told_high_watermark
             or plan.log_start_offset != self.told_log_start_offset
+            or plan.start_moved  # told before, but the follower still starts earlier: tell it again
         )
 
     def told(self, plan: FetchPlan) -> None:

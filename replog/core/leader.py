@@ -296,7 +296,7 @@ class LeaderRole:
             read_offset=request.fetch_offset,
             max_offset=request.fetch_offset if end_offset is None else end_offset,
             max_bytes=request.max_bytes,
-            start_moved=0 <= request.log_start_offset < log.log_start_offset,
+            start_moved=request.from_follower and 0 <= request.log_start_offset < log.log_start_offset,
         )
 
     def _record_follower_fetch(self, request: FetchRequest, now_ms: int) -> None:

@@ -63,8 +63,9 @@ class LocalLog:
 
     @property
     def last_stable_offset(self) -> int:
-        """Below it every transaction is decided and replicated: where read_committed reads stop."""
-        return self.producers.last_stable_offset(self._high_watermark)
+        """Below it every transaction is decided and replicated: where read_committed reads stop. Never below
+        the log start: DeleteRecords may delete the start of a transaction still open (Kafka clamps it too)."""
+        return max(self.producers.last_stable_offset(self._high_watermark), self._log_start_offset)
 
     @property
     def latest_epoch(self) -> int:

@@ -253,8 +253,11 @@ class PartitionDriver:
         self._snapshot_segment = self.log.active_segment_base_offset
 
     def advance_log_start_offset(self) -> None:
-        """Retention removed segments: the core learns where the log starts now."""
+        """Retention removed segments: the core learns where the log starts now, and held fetches look again
+        (a follower takes the new log start from its answer)."""
         self.replica.advance_log_start_offset(self.log.log_start_offset)
+        self.apply()
+        self._changed()
 
     # -- carrying out the core's work -------------------------------------------------------
 

@@ -157,6 +157,7 @@ RULES: dict[str, tuple[Check, ...]] = {
     BROKER + "ListOffsets": (_topics(O.DESCRIBE),),
     BROKER + "DescribeProducers": (_topics(O.READ),),
     BROKER + "DeleteRecords": (_topics(O.DELETE),),
+    BROKER + "DescribeLogDirs": (Cluster(O.DESCRIBE),),
     BROKER + "OffsetsForLeaderEpoch": (Cluster(O.CLUSTER_ACTION, when=_is_follower),
                                        _topics(O.DESCRIBE, when=_is_client)),
     BROKER + "LeaderAndIsr": (Cluster(O.CLUSTER_ACTION),),

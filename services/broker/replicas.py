@@ -70,6 +70,14 @@ class HostedReplicas:
     def get(self, key: TopicPartition) -> PartitionDriver | None:
         return self.by_name.get(key)
 
+    @property
+    def log_dirs(self) -> tuple[str, ...]:
+        return self._log_dirs
+
+    def log_dir_of(self, key: TopicPartition) -> str:
+        """The log dir a hosted partition lives in."""
+        return self._log_dir_of[key]
+
     def open(self, key: TopicPartition, settings: TopicSettings, now: int) -> PartitionDriver:
         log_dir = self._log_dir_for(key)
         checkpoints = self._checkpoints[log_dir]

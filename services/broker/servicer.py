@@ -11,6 +11,7 @@ import grpc
 from replog.api.broker.v1 import broker_pb2, broker_pb2_grpc
 from replog.broker.delete_records import handle_delete_records, timeout_problem
 from replog.broker.fetch import handle_fetch, handle_list_offsets, handle_offsets_for_leader_epoch, new_fetch_sessions
+from replog.broker.log_dirs import handle_describe_log_dirs
 from replog.broker.partitions import Partitions
 from replog.broker.produce import answer_produce, append_produce, handle_produce, handle_write_txn_markers
 from replog.broker.producers import handle_describe_producers
@@ -80,6 +81,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
         if problem is not None:
             await status.abort(context, grpc.StatusCode.INVALID_ARGUMENT, problem, ErrorCode.INVALID_REQUEST)
         return await handle_delete_records(self._partitions, request)
+
+    async def DescribeLogDirs(self, request: broker_pb2.DescribeLogDirsRequest,
+                              context: grpc.aio.ServicerContext) -> broker_pb2.DescribeLogDirsResponse:
+        return handle_describe_log_dirs(self._partitions, request)
 
     async def ListOffsets(self, request: broker_pb2.ListOffsetsRequest,
                           context: grpc.aio.ServicerContext) -> broker_pb2.ListOffsetsResponse:

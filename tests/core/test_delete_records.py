@@ -1,16 +1,30 @@
 """DeleteRecords: the leader's log start moves at once, each follower's from its next fetch answer, and
 the request is answered once the ISR's lowest log start (the low watermark) has reached its offset."""
 
+from dataclasses import replace
+
 from replog.core.config import ReplicaConfig
 from replog.core.errors import ErrorCode
-from replog.core.messages import DELETE_TO_HIGH_WATERMARK, CompleteDeleteRecords, DeleteRecordsRequest
+from replog.core.fetch_session import PartitionFetch, SessionPartition
+from replog.core.log import MemoryLog
+from replog.core.messages import (
+    DELETE_TO_HIGH_WATERMARK,
+    LATEST_TIMESTAMP,
+    CompleteDeleteRecords,
+    DeleteRecordsRequest,
+    FetchRequest,
+)
+from replog.core.partition_driver import PartitionDriver
+from replog.core.producer_state import ProducerAppend
+from replog.core.replica import PartitionReplica
+from replog.core.topic_partition import TopicPartition
 
-from .harness import Node, catch_up, partition_state, produce, replicate
+from .harness import Node, RecordingSink, catch_up, partition_state, produce, replicate
 
 
-def cluster_with_records(count: int = 10, isr=(1, 2, 3)):
+def cluster_with_records(count: int = 10, isr=(1, 2, 3), config: ReplicaConfig | None = None):
     """A leader (1) and two followers, `count` one-record batches committed on all three."""
-    config = ReplicaConfig(min_insync_replicas=1, replica_lag_time_ms_max=1_000)
+    config = config or ReplicaConfig(min_insync_replicas=1, replica_lag_time_ms_max=1_000)
     leader, f2, f3 = Node(1, config), Node(2, config), Node(3, config)
     state = partition_state(leader=1, isr=isr)
     for node in (leader, f2, f3):
@@ -144,3 +158,55 @@ def test_a_follower_whose_log_starts_before_the_leaders_is_answered_without_wait
     delete(leader, 4)
     plan = leader.replica.handle_fetch(fetch.request, 0)
     assert not plan.quiet and plan.log_start_offset == 4  # the held fetch answers now, with the new log start
+
+
+def test_a_follower_told_the_log_start_before_but_still_behind_it_is_told_again():
+    """An answer the follower's core did not take (a divergence, a fetch it had given up) told it the log
+    start: the session must not leave the partition out of the next answers, or the fetch would be answered
+    at once, empty, again and again."""
+    leader, f2, _ = cluster_with_records()
+    delete(leader, 4)
+    f2.apply()
+    fetch = f2.take_fetch().request  # still says its log starts at 0
+    plan = leader.replica.handle_fetch(fetch, 0)
+    told = SessionPartition(PartitionFetch(fetch.fetch_offset, log_start_offset=0))
+    told.told(plan)
+    assert plan.start_moved and told.worth_answering(plan, has_news=False)
+
+
+def test_a_consumer_that_leaves_the_log_start_unset_is_held_as_ever():
+    leader, _, _ = cluster_with_records()
+    delete(leader, 4)
+    consumer = FetchRequest(replica_id=-1, fetch_offset=10, max_bytes=1 << 20, log_start_offset=0)  # proto's default
+    assert leader.replica.handle_fetch(consumer, 0).quiet
+
+
+def test_the_last_stable_offset_never_falls_below_a_log_start_moved_into_an_open_transaction():
+    config = ReplicaConfig(min_insync_replicas=1, replica_lag_time_ms_max=1_000,
+                           transaction_partition_verification_enable=0)
+    leader, f2, f3 = cluster_with_records(count=10, config=config)
+    opened = replace(produce("txn", acks=1), producer=ProducerAppend(7, 0, 0, 0, transactional=True))
+    leader.replica.handle_produce(opened, 0)  # offset 10, a transaction left open
+    for index in range(3):
+        leader.replica.handle_produce(produce(f"after{index}", acks=1), 0)
+    leader.apply()
+    for _ in range(2):
+        for follower in (f2, f3):
+            catch_up(follower, leader)
+    assert leader.replica.last_stable_offset == 10
+    delete(leader, 12)
+    assert leader.replica.last_stable_offset == 12
+    assert leader.replica.handle_list_offsets(-1, LATEST_TIMESTAMP, read_committed=True).offset == 12
+
+
+def test_retention_moving_a_leaders_log_start_wakes_the_fetches_held_on_its_partition():
+    log = MemoryLog()
+    driver = PartitionDriver(TopicPartition("t", 0), PartitionReplica(1), log, write_epoch_entries=lambda entries: None,
+                             wall_clock_ms=lambda: 0, sink=RecordingSink())
+    driver.leader_and_isr(partition_state(leader=1, isr=(1,), replicas=(1,)), 0)
+    for index in range(4):
+        driver.produce(produce(index, acks=1), 0)
+    before = driver.changes
+    log.delete_records_before(2)  # what retention does to the log, before the driver tells the core
+    driver.advance_log_start_offset()
+    assert driver.replica.log_start_offset == 2 and driver.changes > before

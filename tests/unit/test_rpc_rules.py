@@ -185,3 +185,11 @@ def test_delete_records_needs_delete_on_the_topic_and_read_alone_is_not_enough()
     assert denied.topic == "theirs"
     assert denied.partitions[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     assert "may not Delete on Topic:theirs" in denied.partitions[0].error_message
+
+
+def test_describe_log_dirs_needs_describe_on_the_cluster():
+    with pytest.raises(rpc_rules.PermissionDenied, match="may not Describe on the cluster"):
+        run("DescribeLogDirs", broker_pb2.DescribeLogDirsRequest(), Judge((Operation.DESCRIBE, ResourceType.TOPIC,
+                                                                           "t")))
+    run("DescribeLogDirs", broker_pb2.DescribeLogDirsRequest(),
+        Judge((Operation.DESCRIBE, ResourceType.CLUSTER, "kafka-cluster")))

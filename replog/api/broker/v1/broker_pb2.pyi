@@ -620,3 +620,53 @@ class DeleteRecordsPartitionResponse(_message.Message):
     error_message: str
     low_watermark: int
     def __init__(self, partition: _Optional[int] = ..., error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., error_message: _Optional[str] = ..., low_watermark: _Optional[int] = ...) -> None: ...
+
+class DescribeLogDirsRequest(_message.Message):
+    __slots__ = ("topics",)
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[_common_pb2.TopicPartitions]
+    def __init__(self, topics: _Optional[_Iterable[_Union[_common_pb2.TopicPartitions, _Mapping]]] = ...) -> None: ...
+
+class DescribeLogDirsResponse(_message.Message):
+    __slots__ = ("log_dirs",)
+    LOG_DIRS_FIELD_NUMBER: _ClassVar[int]
+    log_dirs: _containers.RepeatedCompositeFieldContainer[LogDirDescription]
+    def __init__(self, log_dirs: _Optional[_Iterable[_Union[LogDirDescription, _Mapping]]] = ...) -> None: ...
+
+class LogDirDescription(_message.Message):
+    __slots__ = ("log_dir", "error_code", "total_bytes", "usable_bytes", "topics")
+    LOG_DIR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    USABLE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    log_dir: str
+    error_code: _common_pb2.ErrorCode
+    total_bytes: int
+    usable_bytes: int
+    topics: _containers.RepeatedCompositeFieldContainer[LogDirTopic]
+    def __init__(self, log_dir: _Optional[str] = ..., error_code: _Optional[_Union[_common_pb2.ErrorCode, str]] = ..., total_bytes: _Optional[int] = ..., usable_bytes: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[LogDirTopic, _Mapping]]] = ...) -> None: ...
+
+class LogDirTopic(_message.Message):
+    __slots__ = ("topic", "partitions")
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    topic: str
+    partitions: _containers.RepeatedCompositeFieldContainer[LogDirPartition]
+    def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[LogDirPartition, _Mapping]]] = ...) -> None: ...
+
+class LogDirPartition(_message.Message):
+    __slots__ = ("partition", "size_bytes", "log_start_offset", "log_end_offset", "high_watermark", "leader")
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LOG_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    partition: int
+    size_bytes: int
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    leader: bool
+    def __init__(self, partition: _Optional[int] = ..., size_bytes: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., high_watermark: _Optional[int] = ..., leader: _Optional[bool] = ...) -> None: ...

@@ -106,6 +106,11 @@ class BrokerServiceStub:
                 request_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
                 response_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DeleteRecordsResponse.FromString,
                 _registered_method=True)
+        self.DescribeLogDirs = channel.unary_unary(
+                '/replog.api.broker.v1.BrokerService/DescribeLogDirs',
+                request_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeLogDirsRequest.SerializeToString,
+                response_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeLogDirsResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServiceServicer:
@@ -224,6 +229,15 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeLogDirs(self, request, context):
+        """Describes this broker's log directories and the partition replicas in
+        them: each replica's size on disk and offsets (Kafka's DescribeLogDirs,
+        what kafka-log-dirs.sh shows).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -286,6 +300,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.DeleteRecords,
                     request_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DeleteRecordsRequest.FromString,
                     response_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DeleteRecordsResponse.SerializeToString,
+            ),
+            'DescribeLogDirs': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeLogDirs,
+                    request_deserializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeLogDirsRequest.FromString,
+                    response_serializer=replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeLogDirsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -624,6 +643,33 @@ class BrokerService:
             '/replog.api.broker.v1.BrokerService/DeleteRecords',
             replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
             replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DeleteRecordsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeLogDirs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/replog.api.broker.v1.BrokerService/DescribeLogDirs',
+            replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeLogDirsRequest.SerializeToString,
+            replog_dot_api_dot_broker_dot_v1_dot_broker__pb2.DescribeLogDirsResponse.FromString,
             options,
             channel_credentials,
             insecure,
