@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.lists import whole_numbers
 from replog.client import Admin, AdminError, TopicPartition
 from replog.core.errors import ErrorCode
 
@@ -64,10 +65,5 @@ def time_spec(given: str) -> str | int:
 
 def partitions_of(given: str | None) -> list[int] | None:
     """--partitions as a list of indexes; None for every partition."""
-    if given is None:
-        return None
-    parts = [part.strip() for part in given.split(",")]
-    if not all(part.isascii() and part.isdigit() for part in parts):
-        raise AdminError(f"--partitions takes partition numbers separated by commas, such as 0,2,5, not {given!r}",
-                         ErrorCode.INVALID_REQUEST)
-    return sorted({int(part) for part in parts})
+    numbers = whole_numbers(given, "--partitions", "partition numbers", "0,2,5")
+    return None if numbers is None else sorted(set(numbers))

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.lists import whole_numbers
 from replog.client import Admin, AdminError, LogDirDescription
 from replog.core.errors import ErrorCode
 
@@ -29,7 +30,7 @@ def add_commands(commands: Any) -> None:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    brokers = _ids(args.broker_list)
+    brokers = whole_numbers(args.broker_list, "--broker-list", "broker ids", "1,2")
     topics = _names(args.topic_list)
     with Admin(bootstrap_address(args)) as admin:
         described = admin.describe_log_dirs(brokers, topics)
@@ -60,16 +61,6 @@ def log_dirs_json(described: dict[int, list[LogDirDescription]]) -> dict[str, An
                         "logEndOffset": replica.log_end_offset, "highWatermark": replica.high_watermark,
                         "leader": replica.leader} for tp, replica in sorted(log_dir.replicas.items())],
     } for log_dir in log_dirs]} for broker, log_dirs in sorted(described.items())]}
-
-
-def _ids(given: str | None) -> list[int] | None:
-    if given is None:
-        return None
-    parts = [part.strip() for part in given.split(",")]
-    if not all(part.isascii() and part.isdigit() for part in parts):
-        raise AdminError(f"--broker-list takes broker ids separated by commas, such as 1,2, not {given!r}",
-                         ErrorCode.INVALID_REQUEST)
-    return [int(part) for part in parts]
 
 
 def _names(given: str | None) -> list[str] | None:

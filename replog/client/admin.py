@@ -164,16 +164,7 @@ class Admin:
         metadata = self._refresh(names)
         if names is None:
             return [metadata.topics[name] for name in sorted(metadata.topics)]
-        described = []
-        for name in names:
-            if name in metadata.topics:
-                described.append(metadata.topics[name])
-                continue
-            error = metadata.topic_errors.get(name)
-            if error is None or error.error_code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-                raise UnknownTopicError(name)
-            raise AdminError(_topic_failure(name, error.error_code, error.message), error.error_code, name)
-        return described
+        return _described_topics(metadata, names)
 
     def list_topics(self) -> list[str]:
         return sorted(self._refresh(None).topics)
@@ -371,17 +362,16 @@ class Admin:
         """Each broker's log dirs and the replicas in them (Kafka's describeLogDirs): every live broker, or
         the given ones; every partition, or those of the given topics. AdminError for a broker that is not
         live or a topic that does not exist."""
-        metadata = self._refresh(None)
+        names = None if topics is None else sorted(set(topics))
+        metadata = self._refresh(names)  # the live brokers, and the topics asked about
         wanted = sorted(metadata.brokers) if brokers is None else sorted(set(brokers))
         for broker in wanted:
             if broker not in metadata.brokers:
                 live = ", ".join(str(b) for b in sorted(metadata.brokers)) or "none"
                 raise AdminError(f"broker {broker} is not live (live brokers: {live})", ErrorCode.BROKER_NOT_AVAILABLE)
-        request = broker_requests.describe_log_dirs_request(None)
-        if topics is not None:
-            described = self.describe_topics(sorted(set(topics)))
-            request = broker_requests.describe_log_dirs_request(
-                TopicPartition(topic.name, p.partition) for topic in described for p in topic.partitions)
+        request = broker_requests.describe_log_dirs_request(None if names is None else (
+            TopicPartition(topic.name, p.partition) for topic in _described_topics(metadata, names)
+            for p in topic.partitions))
 
         async def ask(broker: int) -> list[LogDirDescription]:
             address = metadata.brokers[broker]
@@ -795,15 +785,24 @@ def _state_number(state: str) -> int:
                       ErrorCode.INVALID_REQUEST)
 
 
+def _described_topics(metadata: ClusterMetadata, names: Iterable[str]) -> list[TopicDescription]:
+    """The named topics as the metadata describes them; UnknownTopicError or AdminError for the first it lacks."""
+    described = []
+    for name in names:
+        if name in metadata.topics:
+            described.append(metadata.topics[name])
+            continue
+        error = metadata.topic_errors.get(name)
+        if error is None or error.error_code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            raise UnknownTopicError(name)
+        raise AdminError(_topic_failure(name, error.error_code, error.message), error.error_code, name)
+    return described
+
+
 def _check_partitions_in(metadata: ClusterMetadata, tps: Iterable[TopicPartition]) -> None:
     """UnknownTopicError or AdminError for a partition the metadata says does not exist."""
     for tp in tps:
-        count = metadata.partition_count(tp.topic)
-        if count is None:
-            error = metadata.topic_errors.get(tp.topic)
-            if error is None or error.error_code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-                raise UnknownTopicError(tp.topic)
-            raise AdminError(_topic_failure(tp.topic, error.error_code, error.message), error.error_code, tp.topic)
+        count = len(_described_topics(metadata, [tp.topic])[0].partitions)
         if not 0 <= tp.partition < count:
             raise AdminError(f"topic {tp.topic!r} has partitions 0..{count - 1}, not {tp.partition}",
                              ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, tp.topic)

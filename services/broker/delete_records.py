@@ -18,7 +18,6 @@ from replog.broker.partitions import Partitions
 from replog.broker.replicas import now_ms
 from replog.core.errors import ErrorCode
 from replog.core.messages import CompleteDeleteRecords, DeleteRecordsRequest
-from replog.core.replica import Role
 from replog.core.topic_partition import TopicPartition
 
 log = logging.getLogger("replog.broker")
@@ -70,14 +69,10 @@ async def handle_delete_records(partitions: Partitions,
 
 
 def _refusal(partitions: Partitions, key: TopicPartition) -> tuple[ErrorCode, str] | None:
-    driver = partitions.by_name.get(key)
-    if driver is None:
-        error = partitions.metadata.not_hosted(key)
-        if error is ErrorCode.NOT_LEADER_OR_FOLLOWER:
-            return error, f"broker {partitions.broker_id} is not the leader of {key}"
-        return error, f"{key} does not exist"
-    if driver.replica.role is not Role.LEADER:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {partitions.broker_id} is not the leader of {key}"
+    refusal = partitions.not_led_here(key)
+    if refusal is not None:
+        return refusal
+    driver = partitions.by_name[key]
     if not driver.log.config.deletes:
         return (ErrorCode.POLICY_VIOLATION,
                 f"{key.topic} keeps every key's latest record (cleanup.policy={driver.log.config.cleanup_policy}): "

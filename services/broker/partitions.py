@@ -102,6 +102,17 @@ class Partitions:
     def by_name(self) -> dict[TopicPartition, PartitionDriver]:
         return self.hosted.by_name
 
+    def not_led_here(self, key: TopicPartition) -> tuple[ErrorCode, str] | None:
+        """Why a request that only the partition's leader answers gets no answer here; None when this broker
+        leads it."""
+        driver = self.by_name.get(key)
+        if driver is not None and driver.replica.role is Role.LEADER:
+            return None
+        error = self.metadata.not_hosted(key) if driver is None else ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if error is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            return error, f"broker {self.broker_id} is not the leader of {key}"
+        return error, f"{key} does not exist"
+
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:

@@ -13,7 +13,6 @@ from replog.broker.partitions import Partitions
 from replog.broker.replicas import now_ms, wall_ms
 from replog.core.errors import ErrorCode
 from replog.core.producer_state import ProducerEntry
-from replog.core.replica import Role
 from replog.core.topic_partition import TopicPartition
 
 
@@ -26,15 +25,12 @@ def handle_describe_producers(partitions: Partitions,
         for partition in topic.partitions:
             result = topic_response.partitions.add(partition=partition)
             key = TopicPartition(topic.topic, partition)
-            driver = partitions.by_name.get(key)
-            if driver is None or driver.replica.role is not Role.LEADER:
-                error = partitions.metadata.not_hosted(key) if driver is None else ErrorCode.NOT_LEADER_OR_FOLLOWER
-                result.error_code = int(error)
-                result.error_message = (f"broker {partitions.broker_id} is not the leader of {key}"
-                                        if error is ErrorCode.NOT_LEADER_OR_FOLLOWER else f"{key} does not exist")
+            refusal = partitions.not_led_here(key)
+            if refusal is not None:
+                result.error_code, result.error_message = int(refusal[0]), refusal[1]
                 continue
             result.error_code = int(ErrorCode.NONE)
-            for entry in driver.replica.producers:
+            for entry in partitions.by_name[key].replica.producers:
                 _add_producer(result, entry, monotonic, wall)
     return response
 
