@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from replog.client import Admin, ClientError, NewTopic
 from replog.client.types import PartitionInfo
 from tests.chaos.netns import Namespace, Relay
+from tests.integration.cluster import dev_status
 from tests.integration.cluster import wait_for as poll_until
 
 T = TypeVar("T")
@@ -90,7 +91,7 @@ class ChaosCluster:
             return json.load(handle)
 
     def status(self) -> dict[str, Any]:
-        return json.loads(self.replog("dev", "status", "--json"))
+        return dev_status(self.data_dir)
 
     @property
     def bootstrap(self) -> str:

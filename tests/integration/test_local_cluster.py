@@ -1,5 +1,6 @@
 """A real local cluster: ZooKeeper, 3 brokers, 2 controllers, a metadata service."""
 
+import json
 import os
 import re
 import urllib.request
@@ -29,6 +30,8 @@ def test_every_process_is_up_serving_and_measured(cluster):
     assert all(c["alive"] for c in report["controllers"]) and len(report["controllers"]) == 2
     assert len(cluster.active_controllers()) == 1
     assert all(m["alive"] for m in report["metadata"])
+    # The harness reads the status in-process; the command prints the same.
+    assert json.loads(cluster("dev", "status", "--json").stdout) == report
 
     state = cluster.state()
     for kind in ("brokers", "controllers", "metadata"):

@@ -242,7 +242,9 @@ def test_a_commit_reaches_read_committed_readers_and_an_abort_never_does(cluster
         listed.update({t.transactional_id: (broker_id, t.state) for t in answer.transactions})
     coordinator, _ = coordinator_of(cluster, txn)
     assert listed[txn] == (coordinator, "CompleteAbort")
-    assert metric(cluster, coordinator, "replog_transactions", {"state": "CompleteAbort"}) >= 1
+    # The gauge is set on the coordinator's next tick.
+    wait_for(lambda: (metric(cluster, coordinator, "replog_transactions", {"state": "CompleteAbort"}) or 0) >= 1, 10,
+             "the CompleteAbort transaction in replog_transactions")
     assert metric(cluster, coordinator, "replog_txn_marker_latency_seconds_count", {}) >= 2
     assert "transactional id 'copier-1': PrepareCommit, producer" in cluster.log_text("broker", coordinator)
 
