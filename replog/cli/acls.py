@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import logging
+import socket
 from typing import Any
 
-from replog.config import ConfigError
+from replog.config import ConfigError, host_port, zookeeper_connect
 from replog.core.acl import (
     CLUSTER_NAME,
     WILDCARD,
@@ -112,6 +113,14 @@ def zookeeper_of(given: dict[str, str], data_dir: str | None) -> tuple[str, ZkAu
 
 
 def connected(connect: str, auth: ZkAuth | None) -> Any:
+    try:
+        zookeeper_connect(connect)
+    except ValueError as error:
+        raise AclsError(f"the ZooKeeper {connect!r} is not host:port[,host:port...][/chroot] ({error})") from None
+    hosts = [host_port(entry) for entry in connect.strip().partition("/")[0].split(",")]
+    if not any(_may_listen(address.host, address.port) for address in hosts):
+        raise AclsError(f"cannot reach ZooKeeper at {connect}: nothing accepts connections there; is the cluster "
+                        "running? (`replog dev status` shows a local one)")
     # kazoo logs each failed attempt; a command that cannot connect says so in one sentence instead.
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     client = new_client(connect, CONNECT_TIMEOUT_S, auth)
@@ -120,6 +129,17 @@ def connected(connect: str, auth: ZkAuth | None) -> Any:
     except Exception as error:  # kazoo raises its own timeout type
         raise AclsError(f"cannot reach ZooKeeper at {connect} ({error or type(error).__name__})") from None
     return client
+
+
+def _may_listen(host: str, port: int) -> bool:
+    """False when the address refuses at once or does not resolve; a slow one is left to kazoo's timeout."""
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except (ConnectionRefusedError, socket.gaierror):
+        return False
+    except OSError:
+        return True
 
 
 def _patterns(args: argparse.Namespace) -> list[ResourcePattern]:
@@ -131,6 +151,9 @@ def _patterns(args: argparse.Namespace) -> list[ResourcePattern]:
     patterns = [ResourcePattern(rtype, name, kind) for rtype, names in named for name in names for kind in kinds
                 if not (kind is PatternType.PREFIXED and (rtype is ResourceType.CLUSTER or name == WILDCARD))]
     if not patterns and args.acls_command != "list":
+        if any(names for _, names in named):  # each was '*' or --cluster, which a prefixed pattern cannot name
+            raise AclsError(f"a prefixed pattern cannot be '{WILDCARD}' or the cluster: '{WILDCARD}' already names "
+                            "every resource of its type; use --resource-pattern-type literal")
         raise AclsError("name a resource: --topic, --group, --transactional-id or --cluster")
     return patterns
 

@@ -18,8 +18,11 @@ from typing import Any
 
 from replog.cli.bench_failover import bench_failover
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.numbers import INT32_MAX, out_of_range
 from replog.cli.percentiles import percentiles_ms
 from replog.client import Admin, ClientError, Consumer, NewTopic, Producer, TopicPartition
+from replog.client.accumulator import record_size_bytes
+from replog.client.configs import ProducerConfig
 from replog.rpc.heap import freeze_heap
 
 MiB = 1 << 20
@@ -75,6 +78,14 @@ def check_args(args: argparse.Namespace) -> None:
         raise ClientError(f"--rate must be a positive number of records per second, not {args.rate}")
     if args.replication_factor is not None and args.replication_factor < 1:
         raise ClientError("--replication-factor must be at least 1")
+    for option, value in (("--partitions", args.partitions), ("--replication-factor", args.replication_factor)):
+        if value is not None and value > INT32_MAX:
+            raise ClientError(f"{option}: {out_of_range(value, 1, INT32_MAX)}")
+    # Refused here rather than at the first send, after the topic was made.
+    size, limit = record_size_bytes(None, range(args.record_size)), ProducerConfig.max_request_size  # a length
+    if size > limit:
+        raise ClientError(f"--record-size {args.record_size} makes records of {size} bytes, more than the producer's "
+                          f"max_request_size ({limit} bytes)")
     if args.max_in_flight < 1:
         raise ClientError("--max-in-flight must be at least 1")
     if args.enable_idempotence == "true" and (args.acks not in ("all", "-1") or args.max_in_flight > 5):

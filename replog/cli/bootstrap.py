@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Mapping
 
 from replog.client.errors import ClientError, ClusterUnreachableError, UnknownTopicError
@@ -31,6 +32,9 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
 def bootstrap_address(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> str:
     """The metadata service address(es) to start from, as "host:port[,host:port]"."""
     env = os.environ if env is None else env
+    if args.bootstrap is not None and not args.bootstrap.strip():
+        raise ClientError("--bootstrap is empty: give HOST:PORT of a metadata service, or leave it out to use "
+                          f"{ENV_BOOTSTRAP} or the local cluster")
     given = args.bootstrap or env.get(ENV_BOOTSTRAP, "").strip()
     command_config = getattr(args, "command_config", None)
     if command_config:
@@ -57,7 +61,13 @@ def bootstrap_address(args: argparse.Namespace, env: Mapping[str, str] | None = 
 
 def _client_security(path: str) -> channels.ClientSecurity:
     try:
-        security = channels.ClientSecurity.from_properties(read_properties(path))
+        properties = read_properties(path)
+        unknown = sorted(set(properties) - set(channels.CLIENT_PROPERTIES))
+        if unknown:  # Kafka's "supplied but isn't a known config": said, not refused (the file may be shared)
+            print(f"replog: warning: --command-config {path}: {', '.join(unknown)} "
+                  f"{'is' if len(unknown) == 1 else 'are'} not read; replog's client reads "
+                  f"{', '.join(channels.CLIENT_PROPERTIES)}", file=sys.stderr)
+        security = channels.ClientSecurity.from_properties(properties)
         security.check()  # a file that does not load is named now, not lost in a failed handshake
     except ConfigError as error:
         raise ClientError(f"--command-config {path}: {error}") from None

@@ -70,7 +70,15 @@ def parse_add_config(text: str) -> dict[str, str]:
     return configs
 
 
+def _check_entity_name(args: argparse.Namespace) -> None:
+    if not args.entity_name.strip():
+        raise AdminError("--entity-name must not be empty: name the topic, the broker id, the user or the client "
+                         "id (<default> for every user or client id without a quota of its own)",
+                         ErrorCode.INVALID_REQUEST)
+
+
 def _describe(args: argparse.Namespace) -> int:
+    _check_entity_name(args)
     if args.entity_type in QUOTA_ENTITY_TYPES:
         return _quota_entity(args, lambda client: None)
     resource_type = ENTITY_TYPES[args.entity_type]
@@ -91,6 +99,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _alter(args: argparse.Namespace) -> int:
+    _check_entity_name(args)
     resource_type = ENTITY_TYPES[args.entity_type]
     set_configs: dict[str, str] = {}
     for text in args.add_config:

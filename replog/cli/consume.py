@@ -9,6 +9,8 @@ import time
 from typing import Any, BinaryIO
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.names import topic_name
+from replog.cli.numbers import INT64_MAX, PARTITION, out_of_range
 from replog.client import Admin, ClientError, Consumer, ConsumerRecord, OffsetOutOfRangeError, TopicPartition
 from replog.client.broker_requests import READ_COMMITTED, READ_UNCOMMITTED
 from replog.client.membership import subscription_of
@@ -20,11 +22,11 @@ POLL_MS_MAX = 500
 def add_commands(commands: Any) -> None:
     parser = commands.add_parser("consume", help="print records of a topic",
                                  description="Print the records of a topic, one value per line.")
-    parser.add_argument("topic", nargs="?", help="the topic to read (or --include REGEX with --group)")
+    parser.add_argument("topic", nargs="?", type=topic_name, help="the topic to read (or --include REGEX with --group)")
     parser.add_argument("--from-beginning", action="store_true",
                         help="start at the earliest offset instead of the latest (with --group: where the group "
                         "has no committed offset)")
-    parser.add_argument("--partition", type=int, help="read only this partition")
+    parser.add_argument("--partition", type=PARTITION, help="read only this partition")
     parser.add_argument("--offset", help="with --partition: start here (an offset, 'earliest' or 'latest')")
     parser.add_argument("--max-messages", type=int, help="exit after this many records")
     parser.add_argument("--timeout-ms", type=int, help="exit when no record arrives for this long")
@@ -61,8 +63,9 @@ def start_offset(args: argparse.Namespace) -> int | str:
         offset = int(args.offset)
     except ValueError:
         raise ClientError(f"--offset takes an offset, 'earliest' or 'latest', not {args.offset!r}") from None
-    if offset < 0:
-        raise ClientError(f"--offset must not be negative, not {offset}")
+    problem = out_of_range(offset, 0, INT64_MAX)
+    if problem:
+        raise ClientError(f"--offset: {problem}")
     return offset
 
 

@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.names import topic_name
+from replog.cli.numbers import INT32_MAX, INT64_MAX, PARTITION, out_of_range, whole_number
 from replog.client import Admin, AdminError, TopicPartition
 from replog.core.errors import ErrorCode
 
@@ -19,10 +21,10 @@ def add_commands(commands: Any) -> None:
         description="Delete the records of partitions before given offsets (as kafka-delete-records does): each "
         "partition's log then starts at its offset on every replica, and consumers behind it move on as their "
         "auto.offset.reset says. Needs Delete on the topic. A topic that only compacts is refused.")
-    parser.add_argument("--topic", help="the topic (with --offset)")
-    parser.add_argument("--partition", type=int, action="append",
+    parser.add_argument("--topic", type=topic_name, help="the topic (with --offset)")
+    parser.add_argument("--partition", type=PARTITION, action="append",
                         help="a partition of --topic; repeat for more (default: every partition)")
-    parser.add_argument("--offset", type=int,
+    parser.add_argument("--offset", type=whole_number(-1, INT64_MAX),
                         help="delete the records before this offset; -1 deletes every record a consumer can read")
     parser.add_argument("--offset-json-file", metavar="FILE",
                         help=f"the partitions and offsets as kafka-delete-records takes them: {OFFSET_FILE_SHAPE}")
@@ -86,6 +88,11 @@ def read_offset_file(path: str) -> dict[TopicPartition, int]:
                 isinstance(n, bool) or not isinstance(n, int) for n in (partition, offset)):
             raise AdminError(f"--offset-json-file {path}: partitions[{index}] needs a topic name and whole numbers "
                              f"for partition and offset, not {json.dumps(entry)}", ErrorCode.INVALID_REQUEST)
+        for what, number, low, high in (("partition", partition, 0, INT32_MAX), ("offset", offset, -1, INT64_MAX)):
+            problem = out_of_range(number, low, high)
+            if problem:
+                raise AdminError(f"--offset-json-file {path}: partitions[{index}]'s {what}: {problem}",
+                                 ErrorCode.INVALID_REQUEST)
         tp = TopicPartition(topic, partition)
         if tp in offsets:
             raise AdminError(f"--offset-json-file {path} names {tp} twice", ErrorCode.INVALID_REQUEST)

@@ -8,6 +8,8 @@ from typing import Any
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
 from replog.cli.lists import whole_numbers
+from replog.cli.names import topic_name
+from replog.cli.numbers import INT64_MAX
 from replog.client import Admin, AdminError, TopicPartition
 from replog.core.errors import ErrorCode
 
@@ -20,7 +22,7 @@ def add_commands(commands: Any) -> None:
         description="Print TOPIC:PARTITION:OFFSET for each partition (as kafka-get-offsets does), asking each "
         "partition's leader: the latest offset (the high watermark: the next record's offset), the earliest (the "
         "log start), or the first offset whose record is at or after a time (-1 when there is none).")
-    parser.add_argument("--topic", required=True)
+    parser.add_argument("--topic", type=topic_name, required=True)
     parser.add_argument("--partitions", metavar="P[,P...]",
                         help="comma-separated partitions of --topic (default: every partition)")
     parser.add_argument("--time", default="latest", metavar="latest|earliest|MS",
@@ -57,7 +59,7 @@ def time_spec(given: str) -> str | int:
     text = given.strip().lower()
     if text in TIMES:
         return TIMES[text]
-    if text.isascii() and text.isdigit():
+    if text.isascii() and text.isdigit() and int(text) <= INT64_MAX:
         return int(text)
     raise AdminError(f"--time takes latest (-1), earliest (-2) or milliseconds since the Unix epoch, not {given!r}",
                      ErrorCode.INVALID_REQUEST)

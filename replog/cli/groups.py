@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.numbers import OFFSET, SHIFT
 from replog.client import Admin, AdminError, ClientError, GroupDescription, OffsetAndMetadata, TopicPartition
 from replog.core.errors import ErrorCode
 
@@ -55,11 +56,12 @@ def add_commands(commands: Any) -> None:
     target = reset.add_mutually_exclusive_group(required=True)
     target.add_argument("--to-earliest", action="store_true", help="the start of each log")
     target.add_argument("--to-latest", action="store_true", help="the end of each log")
-    target.add_argument("--to-offset", type=int, metavar="N", help="this offset (kept within each log)")
+    target.add_argument("--to-offset", type=OFFSET, metavar="N", help="this offset (kept within each log)")
     target.add_argument("--to-datetime", type=parse_datetime, metavar="ISO8601",
                         help="the first record at or after this time (2024-05-01T12:00:00, local time unless a "
                         "zone is given)")
-    target.add_argument("--shift-by", type=int, metavar="N", help="the committed offset plus N (kept within each log)")
+    target.add_argument("--shift-by", type=SHIFT, metavar="N",
+                        help="the committed offset plus N (kept within each log)")
     action = reset.add_mutually_exclusive_group()
     action.add_argument("--dry-run", action="store_true", help="only show the new offsets (the default)")
     action.add_argument("--execute", action="store_true", help="commit the new offsets")
@@ -107,9 +109,13 @@ def parse_datetime(text: str) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 time such as 2024-05-01T12:00:00 or "
                                          "2024-05-01T12:00:00+02:00") from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
-    return int(moment.timestamp() * 1000)
+    try:
+        ms = int((moment if moment.tzinfo else moment.astimezone()).timestamp() * 1000)
+    except (OverflowError, ValueError, OSError):  # too far back for the local zone's rules
+        ms = -1
+    if ms < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is before 1970-01-01T00:00:00Z: record times start there")
+    return ms
 
 
 def _check_group(group: str) -> None:

@@ -7,6 +7,8 @@ import sys
 from typing import Any
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.names import topic_name
+from replog.cli.numbers import PARTITION
 from replog.client import Admin, AdminError, TopicPartition
 from replog.core.errors import ErrorCode
 
@@ -18,8 +20,8 @@ def add_commands(commands: Any) -> None:
         "the first replica leads again when it is alive and in the ISR. unclean: a partition without a live "
         "leader takes any live replica, which may lose records.")
     parser.add_argument("--election-type", choices=["preferred", "unclean"], required=True)
-    parser.add_argument("--topic", help="the topic of the partition to elect for (with --partition)")
-    parser.add_argument("--partition", type=int, help="the partition to elect for (with --topic)")
+    parser.add_argument("--topic", type=topic_name, help="the topic of the partition to elect for (with --partition)")
+    parser.add_argument("--partition", type=PARTITION, help="the partition to elect for (with --topic)")
     parser.add_argument("--all-topic-partitions", action="store_true", help="elect for every partition")
     add_cluster_arguments(parser)
     parser.set_defaults(handler=_elect)

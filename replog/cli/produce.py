@@ -8,6 +8,7 @@ import sys
 from typing import Any, BinaryIO
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.names import topic_name
 from replog.client import Admin, ClientError, Producer
 from replog.client.producer import RecordFuture
 
@@ -17,7 +18,7 @@ REPORT_EVERY_LINES = 1024  # how often acknowledged lines are reported while inp
 def add_commands(commands: Any) -> None:
     parser = commands.add_parser("produce", help="send the lines of stdin as records",
                                  description="Send each line of stdin as one record (without its line end).")
-    parser.add_argument("topic")
+    parser.add_argument("topic", type=topic_name)
     parser.add_argument("--acks", choices=["0", "1", "all", "-1"], default="all",
                         help="acknowledgements to wait for (default all)")
     parser.add_argument("--key-separator", metavar="SEP",

@@ -13,6 +13,8 @@ import time
 from typing import Any
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.names import topic_name
+from replog.cli.numbers import INT32_MAX, PARTITION, out_of_range
 from replog.client import Admin, AdminError, TopicPartition
 from replog.client.types import PartitionInfo
 from replog.core.errors import ErrorCode
@@ -24,8 +26,8 @@ def add_commands(commands: Any) -> None:
     parser = commands.add_parser(
         "reassign", help="move a partition to other replicas",
         description="Move one partition to the given replicas (preferred leader first), or cancel its move.")
-    parser.add_argument("--topic", required=True)
-    parser.add_argument("--partition", type=int, required=True)
+    parser.add_argument("--topic", type=topic_name, required=True)
+    parser.add_argument("--partition", type=PARTITION, required=True)
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--replicas", type=_broker_ids, metavar="1,2,3",
                         help="the broker ids of the new replicas, preferred leader first")
@@ -41,6 +43,9 @@ def _broker_ids(text: str) -> list[int]:
         ids = [int(part) for part in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a list of broker ids such as 1,2,3") from None
+    problem = next(filter(None, (out_of_range(broker, 0, INT32_MAX) for broker in ids)), None)
+    if problem:
+        raise argparse.ArgumentTypeError(f"a broker id in {text!r}: {problem}")
     if len(set(ids)) != len(ids):
         raise argparse.ArgumentTypeError(f"{text!r} names a broker twice")
     return ids

@@ -7,6 +7,7 @@ import argparse
 import time
 from typing import Any
 
+from replog.cli.numbers import INT32_MAX, whole_number
 from replog.core.tokens import HMAC_SECRET_BYTES_MIN, sign_hs256
 
 
@@ -20,7 +21,8 @@ def add_commands(commands: Any) -> None:
     create = sub.add_parser("create", help="print a signed token for a principal")
     create.add_argument("--principal", required=True, help="User:name (or just name)")
     create.add_argument("--secret-file", required=True, help="the file token.hmac.secret.file names")
-    create.add_argument("--lifetime-s", type=int, default=3600, help="seconds until it expires (default 3600)")
+    create.add_argument("--lifetime-s", type=whole_number(1, INT32_MAX), default=3600,
+                        help="seconds until it expires (default 3600)")
     create.set_defaults(handler=_create)
 
 

@@ -8,6 +8,8 @@ import sys
 from typing import Any
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.names import topic_name
+from replog.cli.numbers import COUNT, INT32_MAX, out_of_range
 from replog.client import Admin, AdminError, NewTopic, TopicDescription
 from replog.client.errors import ServerUnsupportedError
 from replog.core.errors import ErrorCode
@@ -19,9 +21,9 @@ def add_commands(commands: Any) -> None:
     sub = parser.add_subparsers(dest="topics_command", metavar="ACTION", required=True)
 
     create = sub.add_parser("create", help="create a topic")
-    create.add_argument("topic")
-    create.add_argument("--partitions", type=_positive, help="number of partitions (default: the cluster's)")
-    create.add_argument("--replication-factor", type=_positive,
+    create.add_argument("topic", type=topic_name)
+    create.add_argument("--partitions", type=COUNT, help="number of partitions (default: the cluster's)")
+    create.add_argument("--replication-factor", type=COUNT,
                         help="replicas per partition (default: the cluster's)")
     create.add_argument("--replica-assignment", type=parse_replica_assignment, metavar="0:1,1:2,2:0",
                         help="the replicas of each partition: partitions separated by commas, the broker ids "
@@ -33,7 +35,7 @@ def add_commands(commands: Any) -> None:
     create.set_defaults(handler=_create)
 
     describe = sub.add_parser("describe", help="show partitions, leaders, replicas and ISR")
-    describe.add_argument("topic", nargs="?", help="one topic (default: all)")
+    describe.add_argument("topic", nargs="?", type=topic_name, help="one topic (default: all)")
     describe.add_argument("--json", action="store_true", help="print the stable JSON shape")
     describe.add_argument("--under-replicated-partitions", action="store_true",
                           help="only partitions whose ISR is smaller than their replicas")
@@ -47,26 +49,16 @@ def add_commands(commands: Any) -> None:
     listing.set_defaults(handler=_list)
 
     delete = sub.add_parser("delete", help="delete a topic and its data on every broker")
-    delete.add_argument("topic")
+    delete.add_argument("topic", type=topic_name)
     add_cluster_arguments(delete)
     delete.set_defaults(handler=_delete)
 
     alter = sub.add_parser("alter", help="add partitions to a topic")
-    alter.add_argument("topic")
-    alter.add_argument("--partitions", type=_positive, required=True,
+    alter.add_argument("topic", type=topic_name)
+    alter.add_argument("--partitions", type=COUNT, required=True,
                        help="the topic's new number of partitions (only ever more)")
     add_cluster_arguments(alter)
     alter.set_defaults(handler=_alter)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
-    return value
 
 
 def parse_replica_assignment(text: str) -> dict[int, list[int]]:
@@ -79,6 +71,9 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
             raise argparse.ArgumentTypeError(
                 f"{text!r} is not a replica assignment: write the broker ids of each partition's replicas "
                 "separated by colons, and the partitions separated by commas (e.g. 1:2,2:3,3:1)") from None
+        problem = next(filter(None, (out_of_range(broker, 0, INT32_MAX) for broker in ids)), None)
+        if problem:
+            raise argparse.ArgumentTypeError(f"a broker id in {text!r}: {problem}")
         if len(set(ids)) != len(ids):
             raise argparse.ArgumentTypeError(f"partition {partition} lists a broker twice in {text!r}")
         assignment[partition] = ids

@@ -13,6 +13,8 @@ from typing import Any
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
 from replog.cli.groups import columns
+from replog.cli.names import topic_name
+from replog.cli.numbers import BROKER_ID, EPOCH, INT32_MAX, OFFSET, PARTITION, PRODUCER_ID, whole_number
 from replog.client import (
     AbortTransactionSpec,
     Admin,
@@ -64,10 +66,11 @@ def add_commands(commands: Any) -> None:
                           "producer id has no transactional id, or its id's transaction does not name the "
                           "partition (as kafka-transactions.sh find-hanging does). Each holds its partition's "
                           "last stable offset: end it with `replog transactions abort`.")
-    find.add_argument("--broker-id", type=int, help="search the partitions with a replica on this broker")
-    find.add_argument("--topic", help="search this topic's partitions")
-    find.add_argument("--partition", type=int, help="only this partition of --topic")
-    find.add_argument("--max-transaction-timeout", type=int, default=MAX_TRANSACTION_TIMEOUT_MINUTES,
+    find.add_argument("--broker-id", type=BROKER_ID, help="search the partitions with a replica on this broker")
+    find.add_argument("--topic", type=topic_name, help="search this topic's partitions")
+    find.add_argument("--partition", type=PARTITION, help="only this partition of --topic")
+    find.add_argument("--max-transaction-timeout", type=whole_number(0, INT32_MAX),
+                      default=MAX_TRANSACTION_TIMEOUT_MINUTES,
                       metavar="MINUTES", help="only transactions whose producer has been silent longer than this "
                       f"(the brokers' transaction.max.timeout.ms; default {MAX_TRANSACTION_TIMEOUT_MINUTES})")
     _finish(find, _find_hanging)
@@ -77,21 +80,22 @@ def add_commands(commands: Any) -> None:
                            "its coordinator would; its records become aborted and the partition's last stable "
                            "offset moves past it. Name the transaction by its start offset (from `find-hanging` "
                            "or `replog producers`), or by its producer id, producer epoch and coordinator epoch.")
-    abort.add_argument("--topic", required=True)
-    abort.add_argument("--partition", type=int, required=True)
-    abort.add_argument("--start-offset", type=int, help="the offset where the transaction began on the partition")
-    abort.add_argument("--producer-id", type=int)
-    abort.add_argument("--producer-epoch", type=int, help="the producer's epoch on the partition")
-    abort.add_argument("--coordinator-epoch", type=int, help="the coordinator epoch of the producer's latest "
-                       "marker on the partition (-1 or 0 when it has none)")
+    abort.add_argument("--topic", type=topic_name, required=True)
+    abort.add_argument("--partition", type=PARTITION, required=True)
+    abort.add_argument("--start-offset", type=OFFSET, help="the offset where the transaction began on the partition")
+    abort.add_argument("--producer-id", type=PRODUCER_ID)
+    abort.add_argument("--producer-epoch", type=EPOCH, help="the producer's epoch on the partition")
+    abort.add_argument("--coordinator-epoch", type=whole_number(-1, INT32_MAX),
+                       help="the coordinator epoch of the producer's latest marker on the partition (-1 or 0 when "
+                       "it has none)")
     _finish(abort, _abort)
 
     producers = commands.add_parser("producers", help="show the active producers of a partition",
                                     description="Show the producers a partition's leader keeps state for: "
                                     "ids, epochs, last sequence and timestamp, and the start of an open "
                                     "transaction (as kafka-transactions.sh describe-producers does).")
-    producers.add_argument("--topic", required=True)
-    producers.add_argument("--partition", type=int, required=True)
+    producers.add_argument("--topic", type=topic_name, required=True)
+    producers.add_argument("--partition", type=PARTITION, required=True)
     _finish(producers, _producers)
 
 
@@ -175,10 +179,6 @@ def _find_hanging(args: argparse.Namespace) -> int:
         raise ClientError("--partition needs --topic")
     if args.topic is None and args.broker_id is None:
         raise ClientError("find-hanging needs --topic or --broker-id to say where to search")
-    if args.partition is not None and args.partition < 0:
-        raise ClientError(f"--partition must not be negative, not {args.partition}")
-    if args.max_transaction_timeout < 0:
-        raise ClientError(f"--max-transaction-timeout must not be negative, not {args.max_transaction_timeout}")
     with Admin(bootstrap_address(args)) as admin:
         tps = _partitions_to_search(admin, args.topic, args.partition, args.broker_id)
         found = find_hanging(admin, tps, now_ms=_now_ms(), max_transaction_timeout_ms=args.max_transaction_timeout
@@ -256,8 +256,6 @@ def hanging_report(found: list[HangingTransaction], *, now_ms: int) -> dict:
 
 
 def _abort(args: argparse.Namespace) -> int:
-    if args.partition < 0:
-        raise ClientError(f"--partition must not be negative, not {args.partition}")
     by_producer = (args.producer_id, args.producer_epoch, args.coordinator_epoch)
     if (args.start_offset is None) == all(value is None for value in by_producer):
         raise ClientError("name the transaction to abort either by --start-offset or by --producer-id, "
@@ -322,8 +320,6 @@ def abort_report(spec: AbortTransactionSpec, start_offset: int) -> dict:
 
 
 def _producers(args: argparse.Namespace) -> int:
-    if args.partition < 0:
-        raise ClientError(f"--partition must not be negative, not {args.partition}")
     tp = TopicPartition(args.topic, args.partition)
     with Admin(bootstrap_address(args)) as admin:
         producers = admin.describe_producers([tp])[tp]

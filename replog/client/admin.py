@@ -18,7 +18,7 @@ from replog.api.controller.v1 import controller_pb2
 from replog.client import broker_requests
 from replog.client import coordinator_requests as requests
 from replog.client.cluster import ClusterMetadata
-from replog.client.coordinator import TRANSACTION, Coordinators
+from replog.client.coordinator import GROUP, TRANSACTION, Coordinators
 from replog.client.errors import (
     AdminError,
     ClientError,
@@ -116,10 +116,10 @@ class Admin:
         self._channels = Channels(security)
         self._metadata = MetadataManager(addresses, self._channels, request_timeout_ms=request_timeout_ms,
                                          retry_backoff_ms=retry_backoff_ms, all_topics=True)
-        self._coordinators = Coordinators(self._metadata, self._channels, request_timeout_ms=request_timeout_ms,
-                                          retry_backoff_ms=retry_backoff_ms)
-        self._transactions = Coordinators(self._metadata, self._channels, request_timeout_ms=request_timeout_ms,
-                                          retry_backoff_ms=retry_backoff_ms, key_type=TRANSACTION)
+        self._coordinators, self._transactions = (
+            Coordinators(self._metadata, self._channels, request_timeout_ms=request_timeout_ms,
+                         retry_backoff_ms=retry_backoff_ms, key_type=key_type, unreachable_ends=True)
+            for key_type in (GROUP, TRANSACTION))
         self._closed = False
 
     # -- topics ----------------------------------------------------------------------------------

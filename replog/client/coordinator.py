@@ -56,8 +56,12 @@ class Coordinators:
     """The coordinators of the groups (or transactional ids) a client talks to, found on demand."""
 
     def __init__(self, metadata: MetadataManager, channels: Channels, *, request_timeout_ms: int,
-                 retry_backoff_ms: int, key_type: str = GROUP) -> None:
+                 retry_backoff_ms: int, key_type: str = GROUP, unreachable_ends: bool = False) -> None:
+        """`unreachable_ends`: when no metadata service answers, raise ClusterUnreachableError at once (an
+        Admin's way, as its other calls do) rather than ask again until the deadline (a consumer's or a
+        producer's, which may start before their cluster)."""
         self._key_type = key_type
+        self._unreachable_ends = unreachable_ends
         self._metadata = metadata
         self._channels = channels
         self._request_timeout_s = request_timeout_ms / 1000
@@ -89,6 +93,8 @@ class Coordinators:
         try:
             metadata = self._metadata.current if self._metadata.current.brokers else await self._metadata.refresh()
         except ClusterUnreachableError as error:
+            if self._unreachable_ends:
+                raise
             return str(error)
         if not metadata.brokers:
             self._metadata.request_update()

@@ -191,7 +191,9 @@ class Sender:
         every later batch for, so take a new producer id and number from 0 again."""
         if (self._config.enable_idempotence and batch.base_sequence != NO_SEQUENCE
                 and batch.generation == self._accumulator.generation):
-            log.warning("records for %s failed for good: a new producer id numbers what follows", batch.tp)
+            # The caller hears of the failure from the batch's future; this is the producer's own recovery.
+            log.info("records for %s failed for good: the producer takes a new producer id, so the leader does "
+                     "not refuse the records after them as out of order", batch.tp)
             self._producer_id, self._producer_epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
             self._accumulator.reset_sequences()
 

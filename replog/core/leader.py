@@ -166,7 +166,9 @@ class LeaderRole:
             self._answer(request, ErrorCode.CORRUPT_MESSAGE)
             return
         if acks == ACKS_ALL and len(self._isr.isr) < self._config.min_insync_replicas:
-            self._answer(request, ErrorCode.NOT_ENOUGH_REPLICAS)
+            isr = sorted(self._isr.isr)
+            self._answer(request, ErrorCode.NOT_ENOUGH_REPLICAS, message=(
+                f"the ISR {isr} has fewer replicas than min.insync.replicas={self._config.min_insync_replicas}"))
             return
         if acks == ACKS_ALL and len(self._waiters) >= self._config.produce_waiters_max:
             # Nothing was appended: the producer may retry without duplicating.

@@ -34,6 +34,9 @@ WINDOW_MS = 1_000
 THROTTLE_MS_MAX = 30_000  # Kafka bounds a throttle by the request timeout
 
 
+RATE_MAX = 2**63 - 1  # Kafka keeps a quota as a long
+
+
 def parse_quota_configs(configs: Mapping[str, str]) -> dict[str, int]:
     """The quota configs of an entity; ValueError with one sentence for an unknown key or a bad rate."""
     parsed = {}
@@ -47,8 +50,8 @@ def parse_quota_configs(configs: Mapping[str, str]) -> dict[str, int]:
             value = int(text)
         except ValueError:
             raise ValueError(f"{key}={text!r} is not a whole number of {UNIT_OF[key]}s per second") from None
-        if value < 1:
-            raise ValueError(f"{key} must be at least 1 {UNIT_OF[key]} per second, not {value}")
+        if not 1 <= value <= RATE_MAX:
+            raise ValueError(f"{key} must be from 1 to {RATE_MAX} {UNIT_OF[key]}s per second, not {value}")
         parsed[key] = value
     return parsed
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from replog.config import host_port
 from replog.core.invariant import require
-from replog.dev import prometheus
+from replog.dev import prometheus, zookeeper
 from replog.dev import tls as dev_tls
 from replog.dev.cluster_file import CLUSTER_FILE, DEFAULT_DATA_DIR, Cluster, Member, find_data_dir
 from replog.dev.ports import HOST, choose_ports
@@ -115,19 +115,29 @@ def _existing_or_new(
         cluster.state["config"] = {**DEV_DEFAULTS, **config}
         cluster.save()
         return cluster
+    if os.path.exists(data_dir) and not os.path.isdir(data_dir):
+        raise DevError(f"--data-dir {data_dir} is a file; choose a new or empty directory.")
     if os.path.isdir(data_dir) and os.listdir(data_dir):
         raise DevError(
             f"{data_dir} is not empty and holds no {CLUSTER_FILE}: it is not a replog local "
             "cluster; choose an empty or new --data-dir."
         )
-    os.makedirs(data_dir, exist_ok=True)
+    if zookeeper_address is not None:  # before anything is written, so the same --data-dir can be used again
+        given = host_port(zookeeper_address)
+        if not zookeeper.is_ready(given.host, given.port):
+            raise DevError(f"no ZooKeeper answers at {zookeeper_address} (given with --zookeeper); nothing was "
+                           "created.")
+    try:
+        os.makedirs(data_dir, exist_ok=True)
+    except OSError as error:
+        raise DevError(f"cannot create --data-dir {data_dir}: {error.strerror}.") from None
     ports = choose_ports(base_port, 1 + 2 * (brokers + controllers + 1))
-    zookeeper = zookeeper_address or f"{HOST}:{next(ports)}"
+    zookeeper_at = zookeeper_address or f"{HOST}:{next(ports)}"
     addresses = {
         kind: [(f"{HOST}:{next(ports)}", f"{HOST}:{next(ports)}") for _ in range(count)]
         for kind, count in (("broker", brokers), ("controller", controllers), ("metadata", 1))
     }
-    return Cluster.create(data_dir, zookeeper, zookeeper_address is not None, {**DEV_DEFAULTS, **config}, addresses)
+    return Cluster.create(data_dir, zookeeper_at, zookeeper_address is not None, {**DEV_DEFAULTS, **config}, addresses)
 
 
 def _check_restartable(cluster: Cluster, brokers: int, controllers: int, zookeeper_address: str | None) -> None:

@@ -29,6 +29,11 @@ ENV_SERVER_NAME = "REPLOG_SSL_SERVER_NAME"
 Options = Sequence[tuple[str, Any]]
 
 
+# The client properties a --command-config file (or a Spark query's options) may hold.
+CLIENT_PROPERTIES = ("ssl.cafile", "ssl.certfile", "ssl.keyfile", "ssl.server.name", "bearer.token",
+                     "bearer.token.file")
+
+
 @dataclasses.dataclass(frozen=True)
 class ClientSecurity:
     """How to reach TLS listeners: the CA to verify servers by, an optional client certificate,
@@ -53,7 +58,7 @@ class ClientSecurity:
         return bool(self.cafile)
 
     @classmethod
-    def from_properties(cls, properties: Mapping[str, str]) -> ClientSecurity:
+    def from_properties(cls, properties: Mapping[str, str]) -> ClientSecurity:  # reads CLIENT_PROPERTIES
         """Kafka's client-properties shape: ssl.cafile, ssl.certfile, ssl.keyfile, bearer.token(.file)."""
         token = properties.get("bearer.token", "")
         token_file = properties.get("bearer.token.file", "")

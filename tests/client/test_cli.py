@@ -74,10 +74,20 @@ def test_a_bad_bootstrap_address_is_refused(capsys):
     assert code == 1 and "'nohost' is not HOST:PORT" in err
 
 
-def test_an_unreachable_cluster_is_one_sentence(capsys):
-    code, _out, err = run(capsys, "topics", "list", "--bootstrap", NOWHERE)
-    assert code == 1 and "no metadata service answered" in err and "Traceback" not in err
-    assert err.count("\n") == 1
+@pytest.mark.parametrize("argv", [
+    ["topics", "list"],
+    # Commands that ask a group's or a transactional id's coordinator give up as soon, not after 30 s.
+    ["groups", "describe", "g"],
+    ["groups", "delete", "g"],
+    ["groups", "reset-offsets", "--group", "g", "--topic", "t", "--to-earliest", "--execute"],
+    ["transactions", "describe", "x"],
+])
+def test_an_unreachable_cluster_is_one_sentence_at_once(capsys, argv):
+    started = time.monotonic()
+    code, _out, err = run(capsys, *argv, "--bootstrap", NOWHERE)
+    assert code == 1 and "no metadata service answered" in err and "is the cluster running?" in err, err
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert time.monotonic() - started < 10
 
 
 def test_an_address_that_is_not_a_metadata_service_is_named(capsys):
@@ -136,6 +146,47 @@ def test_bad_flags_exit_with_usage_and_no_traceback(capsys):
         run(capsys, "topics", "create", "a", "--partitions", "zero")
     assert raised.value.code == 2
     assert "'zero' is not a whole number" in capsys.readouterr().err
+
+
+HUGE = "99999999999999999999"
+
+
+@pytest.mark.parametrize("argv", [
+    ["topics", "create", "t", "--partitions", "2147483648"],
+    ["topics", "create", "t", "--replication-factor", HUGE],
+    ["topics", "create", "t", "--replica-assignment", f"1:{HUGE}"],
+    ["topics", "alter", "t", "--partitions", HUGE],
+    ["leader-election", "--election-type", "preferred", "--topic", "t", "--partition", HUGE],
+    ["leader-election", "--election-type", "preferred", "--topic", "t", "--partition", "-1"],
+    ["reassign", "--topic", "t", "--partition", "0", "--replicas", f"1,{HUGE}"],
+    ["delete-records", "--topic", "t", "--partition", "0", "--offset", HUGE],
+    ["delete-records", "--topic", "t", "--partition", "0", "--offset", "-2"],
+    ["transactions", "abort", "--topic", "t", "--partition", "0", "--start-offset", HUGE],
+    ["producers", "--topic", "t", "--partition", HUGE],
+    ["producers", "--topic", "t", "--partition", "-1"],
+    ["transactions", "find-hanging", "--topic", "t", "--partition", "-1"],
+    ["transactions", "find-hanging", "--topic", "t", "--max-transaction-timeout", "-1"],
+    ["transactions", "abort", "--topic", "t", "--partition", "-3", "--start-offset", "4"],
+    ["groups", "reset-offsets", "--group", "g", "--topic", "t", "--to-offset", HUGE, "--execute"],
+    ["tokens", "create", "--principal", "User:a", "--secret-file", "s", "--lifetime-s", HUGE],
+])
+def test_numbers_the_wire_cannot_carry_are_refused_naming_the_option(capsys, argv):
+    with pytest.raises(SystemExit) as raised:
+        run(capsys, *argv, "--bootstrap", NOWHERE)
+    err = capsys.readouterr().err
+    assert raised.value.code == 2 and "Traceback" not in err
+    assert "the most it can be" in err or "the least it can be" in err, err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["consume", "t", "--partition", "0", "--offset", HUGE], "--offset: 99999999999999999999 is above"),
+    (["get-offsets", "--topic", "t", "--time", HUGE], "--time takes latest (-1), earliest (-2) or milliseconds"),
+    (["bench", "produce", "--partitions", HUGE], "--partitions: 99999999999999999999 is above 2147483647"),
+    (["bench", "produce", "--record-size", "50000000"], "more than the producer's max_request_size"),
+])
+def test_numbers_checked_by_the_command_are_one_sentence(capsys, argv, message):
+    code, _out, err = run(capsys, *argv, "--bootstrap", NOWHERE)
+    assert code == 1 and message in err and "Traceback" not in err and err.count("\n") == 1, err
 
 
 def describe_fixture():
@@ -421,8 +472,6 @@ def test_producers_show_null_for_what_the_leader_does_not_know():
 
 
 def test_transaction_commands_refuse_bad_input_before_connecting(capsys):
-    code, _out, err = run(capsys, "producers", "--topic", "t", "--partition", "-1", "--bootstrap", NOWHERE)
-    assert code == 1 and "--partition must not be negative" in err
     code, _out, err = run(capsys, "transactions", "describe", " ", "--bootstrap", NOWHERE)
     assert code == 1 and "must not be empty" in err
     with pytest.raises(SystemExit) as raised:
@@ -449,15 +498,80 @@ def test_hanging_transactions_are_reported_with_null_for_what_is_unknown():
 @pytest.mark.parametrize("argv, says", [
     (("find-hanging",), "find-hanging needs --topic or --broker-id"),
     (("find-hanging", "--partition", "1"), "--partition needs --topic"),
-    (("find-hanging", "--topic", "t", "--partition", "-1"), "--partition must not be negative"),
-    (("find-hanging", "--topic", "t", "--max-transaction-timeout", "-1"), "must not be negative"),
     (("abort", "--topic", "t", "--partition", "0"), "either by --start-offset or by --producer-id"),
     (("abort", "--topic", "t", "--partition", "0", "--start-offset", "4", "--producer-id", "1"),
      "either by --start-offset or by --producer-id"),
     (("abort", "--topic", "t", "--partition", "0", "--producer-id", "1", "--coordinator-epoch", "0"),
      "--producer-epoch missing"),
-    (("abort", "--topic", "t", "--partition", "-3", "--start-offset", "4"), "--partition must not be negative"),
 ])
 def test_hanging_transaction_commands_refuse_bad_input_before_connecting(capsys, argv, says):
     code, _out, err = run(capsys, "transactions", *argv, "--bootstrap", NOWHERE)
     assert code == 1 and says in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("argv", [
+    ["alter", "--entity-type", "users", "--entity-name", "", "--add-config", "producer_byte_rate=100"],
+    ["describe", "--entity-type", "clients", "--entity-name", " "],
+    ["alter", "--entity-type", "topics", "--entity-name", "", "--add-config", "retention.ms=1"],
+])
+def test_an_empty_entity_name_is_refused_before_anything_is_written(capsys, argv):
+    code, _out, err = run(capsys, "configs", *argv, "--zookeeper", NOWHERE, "--bootstrap", NOWHERE)
+    assert code == 1 and "--entity-name must not be empty" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["acls", "list", "--authorizer-properties", f"zookeeper.connect={NOWHERE}"],
+     f"cannot reach ZooKeeper at {NOWHERE}: nothing accepts connections there; is the cluster running?"),
+    (["configs", "describe", "--entity-type", "users", "--entity-name", "a", "--zookeeper", NOWHERE],
+     "nothing accepts connections there"),
+    (["configs", "describe", "--entity-type", "users", "--entity-name", "a", "--zookeeper", "garbage"],
+     "the ZooKeeper 'garbage' is not host:port[,host:port...][/chroot]"),
+])
+def test_commands_on_zookeeper_refuse_an_address_where_nothing_listens_at_once(capsys, argv, says):
+    started = time.monotonic()
+    code, _out, err = run(capsys, *argv)
+    assert code == 1 and says in err and err.count("\n") == 1, err
+    assert time.monotonic() - started < 5  # not kazoo's 10 s connection timeout
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["topics", "describe", ""], "argument topic: a topic name must not be empty"),
+    (["produce", ""], "argument topic: a topic name must not be empty"),
+    (["topics", "create", "a/b"], "the topic name 'a/b' has a character other than ASCII letters"),
+    (["consume", "x" * 300], "a topic name is at most 249 characters; this one has 300"),
+    (["get-offsets", "--topic", ".."], "the topic name '..' is not allowed"),
+])
+def test_an_illegal_topic_name_is_refused_before_connecting(capsys, argv, says):
+    with pytest.raises(SystemExit) as raised:
+        run(capsys, *argv, "--bootstrap", NOWHERE)
+    err = capsys.readouterr().err
+    assert raised.value.code == 2 and says in err and "x" * 300 not in err, err
+
+
+def test_an_empty_bootstrap_is_refused_rather_than_ignored(capsys):
+    code, _out, err = run(capsys, "topics", "list", "--bootstrap", "")
+    assert code == 1 and "--bootstrap is empty" in err
+
+
+@pytest.mark.parametrize("when", ["0001-01-01", "1900-01-01T00:00:00Z"])
+def test_a_reset_to_a_time_before_1970_is_refused_as_such(capsys, when):
+    with pytest.raises(SystemExit):
+        run(capsys, "groups", "reset-offsets", "--group", "g", "--topic", "t", "--to-datetime", when,
+            "--bootstrap", NOWHERE)
+    assert "is before 1970-01-01T00:00:00Z" in capsys.readouterr().err
+
+
+def test_a_prefixed_acl_on_every_topic_says_why_it_is_refused(capsys):
+    code, _out, err = run(capsys, "acls", "add", "--topic", "*", "--resource-pattern-type", "prefixed",
+                          "--allow-principal", "User:bob", "--authorizer-properties", f"zookeeper.connect={NOWHERE}")
+    assert code == 1 and "a prefixed pattern cannot be '*'" in err and "literal" in err, err
+
+
+def test_keys_a_command_config_holds_that_replog_does_not_read_are_named(capsys, tmp_path):
+    properties = tmp_path / "client.properties"
+    properties.write_text("ssl.ca.file=/ca.pem\nsecurity.protocol=SSL\n")
+    code, _out, err = run(capsys, "topics", "list", "--bootstrap", NOWHERE, "--command-config", str(properties))
+    assert code == 1
+    assert err.splitlines()[0] == (
+        f"replog: warning: --command-config {properties}: security.protocol, ssl.ca.file are not read; replog's "
+        "client reads ssl.cafile, ssl.certfile, ssl.keyfile, ssl.server.name, bearer.token, bearer.token.file")

@@ -56,6 +56,7 @@ def test_acks_all_with_too_small_an_isr_is_refused_before_any_append():
     ready = leader.apply()
     assert ready.log_ops == ()
     assert leader.completion("a").error == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert leader.completion("a").message == "the ISR [1, 2] has fewer replicas than min.insync.replicas=3"
 
 
 def test_acks_1_is_not_held_to_min_insync_replicas():

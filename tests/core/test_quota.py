@@ -53,8 +53,9 @@ def test_a_request_quota_resolves_like_the_byte_quotas_and_apart_from_them():
 
 
 @pytest.mark.parametrize("configs, complaint", [({"producer_byte_rate": "fast"}, "not a whole number of bytes"),
-                                                ({"consumer_byte_rate": "0"}, "at least 1 byte"),
-                                                ({"request_rate": "-1"}, "at least 1 request per second, not -1"),
+                                                ({"consumer_byte_rate": "0"}, "from 1 to 9223372036854775807 bytes"),
+                                                ({"producer_byte_rate": str(10**40)}, f"bytes per second, not {10**40}"),
+                                                ({"request_rate": "-1"}, "requests per second, not -1"),
                                                 ({"request_rate": "abc"}, "not a whole number of requests"),
                                                 ({"request_percentage": "5"}, "use request_rate"),
                                                 ({"request_bytes": "5"}, "not a quota")])

@@ -56,11 +56,19 @@ def test_a_directory_that_is_not_a_cluster_is_refused(tmp_path):
     (["--zookeeper", "nohost"], ["--zookeeper 'nohost' is not HOST:PORT"]),
     (["--zookeeper", "127.0.0.1:2181/chroot"], ["is not HOST:PORT", "numeric port"]),
     (["--config", "foo"], ["--config takes key=value, got 'foo'"]),
+    (["--zookeeper", "127.0.0.1:1"], ["no ZooKeeper answers at 127.0.0.1:1", "nothing was created"]),
 ])
 def test_flags_that_cannot_make_a_cluster_are_refused_and_record_nothing(tmp_path, flags, fragments):
     result = replog("dev", "up", *flags, "--data-dir", str(tmp_path / "c"), check=False)
     assert_user_error(result, *fragments)
     assert not (tmp_path / "c" / "cluster.json").exists()  # a later `dev up` there is not bound to the mistake
+
+
+def test_a_data_dir_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "c").write_text("not ours")
+    result = replog("dev", "up", "--data-dir", str(tmp_path / "c"), check=False)
+    assert_user_error(result, "is a file; choose a new or empty directory")
+    assert (tmp_path / "c").read_text() == "not ours"
 
 
 def test_a_cluster_json_of_something_else_is_refused(tmp_path):

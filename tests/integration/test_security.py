@@ -389,7 +389,8 @@ def test_a_client_over_its_request_rate_is_held_to_it_and_bad_rates_are_refused(
     from replog.api.common.v1 import common_pb2
     from replog.rpc.channels import channel
 
-    for bad, complaint in (("-1", "at least 1 request per second"), ("abc", "not a whole number of requests")):
+    for bad, complaint in (("-1", "from 1 to 9223372036854775807 requests per second"),
+                           ("abc", "not a whole number of requests")):
         refused = run(cluster, "configs", "alter", "--entity-type", "clients", "--entity-name", "looper",
                       "--add-config", f"request_rate={bad}")
         assert refused.returncode != 0 and complaint in refused.stderr, refused.stderr
