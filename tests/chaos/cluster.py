@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from replog.client import Admin, ClientError, NewTopic
 from replog.client.types import PartitionInfo
+from replog.dev import cluster as local
 from tests.chaos.netns import Namespace, Relay
 from tests.integration.cluster import dev_status
 from tests.integration.cluster import wait_for as poll_until
@@ -118,8 +119,9 @@ class ChaosCluster:
     # -- processes -----------------------------------------------------------------------------
 
     def signal(self, kind: str, member_id: int, name: str) -> None:
-        """`replog dev kill KIND ID --signal NAME` (KILL and TERM wait until the process is gone)."""
-        self.replog("dev", "kill", kind, str(member_id), "--signal", name)
+        """What `replog dev kill KIND ID --signal NAME` does (KILL and TERM wait until the process is gone), in
+        this process."""
+        local.kill(local.Cluster.load(self.data_dir), kind, member_id, name)
 
     def start(self, kind: str, member_id: int) -> None:
         """`replog dev start`, inside the broker's namespace if it has one."""

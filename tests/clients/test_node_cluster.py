@@ -292,7 +292,7 @@ def test_a_leader_sigkilled_while_node_produces_loses_nothing_node_acknowledged_
     victim = admin.cluster().leader_of(TopicPartition(topic, 0))
     wait_for(lambda: acks_file.exists() and len(acks_file.read_text().splitlines()) >= count // 4, 60,
              "a quarter of the records acknowledged")
-    cluster("dev", "kill", "broker", str(victim), "--signal", "KILL")
+    cluster.signal("broker", victim, "KILL")
     try:
         summary = finished(producer, PRODUCE_DEADLINE_S)
     finally:

@@ -51,9 +51,19 @@ class LocalCluster:
         self("dev", "up", *extra)
 
     def down(self, *, kill: bool = False) -> None:
-        """Stop the cluster; `kill`: SIGKILL it, for a cluster thrown away next (a fixture's teardown)."""
-        if os.path.exists(os.path.join(self.data_dir, "cluster.json")):
-            self("dev", "down", *(["--kill"] if kill else []), check=False)
+        """Stop the cluster with `replog dev down`; `kill`: SIGKILL it in this process, for a cluster thrown
+        away next (a fixture's teardown: the command's own Python start would be most of its time)."""
+        if not os.path.exists(os.path.join(self.data_dir, "cluster.json")):
+            return
+        if kill:
+            local.down(local.Cluster.load(self.data_dir), kill=True)
+        else:
+            self("dev", "down", check=False)
+
+    def signal(self, kind: str, member_id: int, name: str) -> None:
+        """What `replog dev kill KIND ID --signal NAME` does (KILL and TERM wait until the process is gone), in
+        this process; test_local_cluster runs the command itself."""
+        local.kill(local.Cluster.load(self.data_dir), kind, member_id, name)
 
     def status(self) -> dict[str, Any]:
         """What `replog dev status --json` prints, read in this process: the command's Python start alone

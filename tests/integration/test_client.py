@@ -81,7 +81,7 @@ def test_validate_only_checks_a_topic_without_creating_it(admin):
 def test_an_admin_that_knew_the_old_controller_creates_topics_at_the_new_one(cluster, admin):
     create(admin, "before-failover", partitions=1, replication_factor=1)
     (old,) = cluster.active_controllers()
-    cluster("dev", "kill", "controller", str(old), "--signal", "TERM")
+    cluster.signal("controller", old, "TERM")
     (new,) = wait_for(lambda: [c for c in cluster.active_controllers() if c != old], FAILOVER_S_MAX,
                       "another controller to become active")
     cluster("dev", "start", "controller", str(old))  # a standby now, at the address the admin knows
@@ -148,7 +148,7 @@ def test_no_acknowledged_write_is_lost_when_the_leader_is_killed(cluster, admin,
     writer = threading.Thread(target=produce)
     writer.start()
     wait_for(lambda: len(acked) > 500, 30, "records before the failover")
-    cluster("dev", "kill", "broker", str(victim), "--signal", "KILL")
+    cluster.signal("broker", victim, "KILL")
     wait_for(lambda: leader_of(admin, topic, 0).leader not in (victim, -1), FAILOVER_S_MAX, "a new leader")
     count_at_failover = len(acked)
     wait_for(lambda: len(acked) > count_at_failover + 500, 60, "records after the failover")
@@ -170,7 +170,7 @@ def test_a_consumer_follows_a_leader_change_without_skipping_or_repeating(cluste
         consumer.assign([tp])
         got = poll_until(consumer, 100)
         old_leader = leader_of(admin, topic, 0).leader
-        cluster("dev", "kill", "broker", str(old_leader), "--signal", "KILL")
+        cluster.signal("broker", old_leader, "KILL")
         wait_for(lambda: leader_of(admin, topic, 0).leader not in (old_leader, -1), FAILOVER_S_MAX, "a new leader")
         producer.send_many(topic, [b"b%d" % i for i in range(100)]).result(60)
         got += poll_until(consumer, 200 - len(got), timeout_s=60)
@@ -182,7 +182,7 @@ def test_a_consumer_follows_a_leader_change_without_skipping_or_repeating(cluste
 def test_min_insync_replicas_refuses_acks_all_writes_when_the_isr_is_too_small(cluster, admin, bootstrap):
     topic = create(admin, "strict", partitions=1, **{"min.insync.replicas": "3"})
     follower = next(r for r in leader_of(admin, topic, 0).replicas if r != leader_of(admin, topic, 0).leader)
-    cluster("dev", "kill", "broker", str(follower), "--signal", "KILL")
+    cluster.signal("broker", follower, "KILL")
     try:
         wait_for(lambda: len(leader_of(admin, topic, 0).isr) == 2, 40, "the ISR to shrink")
         for acks in ("all", -1):
@@ -207,14 +207,14 @@ def test_a_consumer_reports_the_records_an_unclean_election_lost(cluster, admin,
     tp = TopicPartition(topic, 0)
     with Producer(bootstrap, acks="all") as producer:
         producer.send_many(topic, [b"both-%d" % i for i in range(10)]).result(30)
-        cluster("dev", "kill", "broker", "2", "--signal", "KILL")
+        cluster.signal("broker", 2, "KILL")
         wait_for(lambda: leader_of(admin, topic, 0).isr == (1,), FAILOVER_S_MAX, "broker 2 to leave the ISR")
         producer.send_many(topic, [b"only-on-1-%d" % i for i in range(10)]).result(30)
     with Consumer(bootstrap, auto_offset_reset="earliest") as consumer:
         consumer.assign([tp])
         assert len(poll_until(consumer, 20)) == 20
         assert consumer.position(tp) == 20
-        cluster("dev", "kill", "broker", "1", "--signal", "KILL")
+        cluster.signal("broker", 1, "KILL")
         try:
             cluster("dev", "start", "broker", "2")  # the only live replica: elected although not in the ISR
             wait_for(lambda: leader_of(admin, topic, 0).leader == 2, FAILOVER_S_MAX, "broker 2 to lead, uncleanly")

@@ -54,11 +54,11 @@ def paused(cluster, broker_id):
 
     Pauses stay well below the ZooKeeper session timeout, so the cluster does not notice.
     """
-    cluster("dev", "kill", "broker", str(broker_id), "--signal", "STOP")
+    cluster.signal("broker", broker_id, "STOP")
     try:
         yield
     finally:
-        cluster("dev", "kill", "broker", str(broker_id), "--signal", "CONT")
+        cluster.signal("broker", broker_id, "CONT")
 
 
 def test_a_key_lands_on_kafkas_partition_for_it_and_an_explicit_partition_wins(admin, bootstrap):

@@ -15,7 +15,7 @@ def leaders(cluster, topic: str) -> dict[int, int]:
 
 def restart_broker(cluster, broker: int, topic: str) -> None:
     """Stop the broker, wait until it has left every ISR of the topic, start it, wait until it is back in all."""
-    cluster("dev", "kill", "broker", str(broker), "--signal", "TERM")
+    cluster.signal("broker", broker, "TERM")
     wait_for(lambda: all(m.leader != broker and broker not in m.isr for m in partitions(cluster, topic).values()),
              FAILOVER_S_MAX, f"broker {broker} to lose its leaderships and ISR places")
     cluster("dev", "start", "broker", str(broker))

@@ -32,7 +32,7 @@ PARTITIONS_PER_TOPIC = 100  # a multi of 200 znodes: most of the creator's time 
 def fail_over(cluster, signal: str = "KILL") -> tuple[int, int]:
     """Kill the active controller; (old id, new id) once the other one is active."""
     old = active_controller(cluster)
-    cluster("dev", "kill", "controller", str(old), "--signal", signal)
+    cluster.signal("controller", old, signal)
     new = wait_for(lambda: (c := metadata(cluster).controller_id) not in (-1, 0, old) and c, FAILOVER_S_MAX,
                    "the other controller to take over")
     return old, new
@@ -94,7 +94,7 @@ def test_a_controller_killed_while_creating_topics_leaves_each_complete_or_absen
 
 def test_a_deletion_left_unfinished_by_a_dead_controller_is_finished_by_the_next(cluster):
     cluster("topics", "create", "leftover", "--replica-assignment", "1:3,3:1")
-    cluster("dev", "kill", "broker", "3", "--signal", "TERM")
+    cluster.signal("broker", 3, "TERM")
     with Admin(bootstrap(cluster)) as admin:
         admin.delete_topics(["leftover"], timeout_ms=0)  # answered once marked
         with pytest.raises(AdminError) as pending:

@@ -68,7 +68,7 @@ def test_a_partition_moves_under_acks_all_load_without_losing_an_acknowledged_re
 def test_a_reassignment_in_progress_is_listed_and_a_cancel_restores_the_original_replicas(cluster):
     cluster("topics", "create", "undo", "--replica-assignment", "1:2")
     tp = TopicPartition("undo", 0)
-    cluster("dev", "kill", "broker", "3", "--signal", "STOP")  # broker 3 cannot catch up while paused
+    cluster.signal("broker", 3, "STOP")  # broker 3 cannot catch up while paused
     try:
         with Admin(bootstrap(cluster)) as admin:
             admin.alter_partition_reassignments({tp: [1, 2, 3]})
@@ -83,7 +83,7 @@ def test_a_reassignment_in_progress_is_listed_and_a_cancel_restores_the_original
             assert out == "Cancelled the reassignment of undo-0: its replicas are 1,2 again.\n"
             assert admin.list_partition_reassignments() == {}
     finally:
-        cluster("dev", "kill", "broker", "3", "--signal", "CONT")
+        cluster.signal("broker", 3, "CONT")
     restored = partitions(cluster, "undo")[0]
     assert (restored.leader, list(restored.replicas), sorted(restored.isr)) == (1, [1, 2], [1, 2])
 

@@ -18,7 +18,7 @@ def test_the_leader_rebalance_moves_leadership_back_by_itself(new_cluster):
     cluster = new_cluster
     cluster("topics", "create", "balanced", "--partitions", "3", "--replication-factor", "3")
     preferred = {p: m.replicas[0] for p, m in partitions(cluster, "balanced").items()}
-    cluster("dev", "kill", "broker", "2", "--signal", "TERM")
+    cluster.signal("broker", 2, "TERM")
     wait_for(lambda: all(m.leader != 2 for m in partitions(cluster, "balanced").values()), FAILOVER_S_MAX,
              "broker 2's leadership to move")
     cluster("dev", "start", "broker", "2")

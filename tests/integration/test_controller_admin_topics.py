@@ -157,7 +157,7 @@ def test_broker_configs_are_described_and_read_only(cluster):
 def test_describe_finds_under_replicated_and_unavailable_partitions(cluster):
     cluster("topics", "create", "spread", "--replica-assignment", "1:3,2:3")
     cluster("topics", "create", "alone", "--replica-assignment", "3")
-    cluster("dev", "kill", "broker", "3", "--signal", "KILL")
+    cluster.signal("broker", 3, "KILL")
     try:
         wait_for(lambda: partitions(cluster, "alone")[0].leader == -1 and all(
             3 not in p.isr for p in partitions(cluster, "spread").values()), FAILOVER_S_MAX, "broker 3 to be gone")

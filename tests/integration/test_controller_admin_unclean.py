@@ -23,12 +23,12 @@ def test_an_isr_that_died_stays_offline_unless_unclean_election_is_allowed_or_as
     with Producer(bootstrap(cluster)) as producer:
         for topic in ("lossy", "forced"):
             producer.send_many(topic, [b"early-%d" % i for i in range(50)]).result(30)
-    cluster("dev", "kill", "broker", "3", "--signal", "TERM")
+    cluster.signal("broker", 3, "TERM")
     wait_for(lambda: all(list(partitions(cluster, t)[0].isr) == [2] for t in ("lossy", "forced")),
              FAILOVER_S_MAX, "broker 3 to leave the ISRs")
     with Producer(bootstrap(cluster)) as producer:
         producer.send_many("lossy", [b"late-%d" % i for i in range(50)]).result(30)  # broker 3 never gets these
-    cluster("dev", "kill", "broker", "2", "--signal", "KILL")
+    cluster.signal("broker", 2, "KILL")
     wait_for(lambda: all(partitions(cluster, t)[0].leader == -1 for t in ("lossy", "forced")), FAILOVER_S_MAX,
              "the partitions to go offline with their last ISR member")
     active = active_controller(cluster)

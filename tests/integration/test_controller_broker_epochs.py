@@ -68,13 +68,13 @@ def test_a_follower_with_a_torn_tail_is_refused_under_its_old_epoch_and_rejoins_
     wait_for(lambda: batches(partition_dir(cluster, FOLLOWER)) == leader_log, 10, "the follower to hold every batch")
     old_epoch = broker_epoch(cluster, FOLLOWER)
 
-    cluster("dev", "kill", "broker", str(FOLLOWER), "--signal", "KILL")
+    cluster.signal("broker", FOLLOWER, "KILL")
     tear_last_segment(partition_dir(cluster, FOLLOWER), random.Random(903))
     assert len(batches(partition_dir(cluster, FOLLOWER))) < len(leader_log), "the scenario's premise: a torn tail"
     wait_for(lambda: FOLLOWER not in partition_state(cluster).state.isr, DEATH_S_MAX,
              f"broker {FOLLOWER}'s session to end and the ISR to lose it")
 
-    cluster("dev", "kill", "broker", str(LEADER), "--signal", "STOP")
+    cluster.signal("broker", LEADER, "STOP")
     try:
         cluster("dev", "start", "broker", str(FOLLOWER))
         new_epoch = broker_epoch(cluster, FOLLOWER)
@@ -99,7 +99,7 @@ def test_a_follower_with_a_torn_tail_is_refused_under_its_old_epoch_and_rejoins_
         assert FOLLOWER not in after.state.isr and after.zk_version == before.zk_version
         assert batches(partition_dir(cluster, FOLLOWER)) != leader_log, "it could not catch up meanwhile"
     finally:
-        cluster("dev", "kill", "broker", str(LEADER), "--signal", "CONT")
+        cluster.signal("broker", LEADER, "CONT")
 
     # Back in the ISR only once its log matches the leader's, batch for batch.
     wait_for(lambda: FOLLOWER in partition_state(cluster).state.isr, CATCH_UP_S_MAX,

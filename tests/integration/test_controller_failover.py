@@ -85,7 +85,7 @@ def test_sigkill_of_a_broker_moves_its_leaderships_to_isr_members(cluster):
 
     watch = ImageWatch(cluster, "payments")
     wait_for(lambda: watch.images, 5, "the WatchMetadata snapshot")
-    cluster("dev", "kill", "broker", str(victim), "--signal", "KILL")
+    cluster.signal("broker", victim, "KILL")
     started = time.monotonic()
 
     def moved():
@@ -129,7 +129,7 @@ def test_a_partition_whose_only_replica_dies_goes_offline_and_returns_with_it(cl
     (before,) = partitions(cluster, "single").values()
     assert before.leader == 3
 
-    cluster("dev", "kill", "broker", "3", "--signal", "KILL")
+    cluster.signal("broker", 3, "KILL")
     offline = wait_for(lambda: (p := partitions(cluster, "single")[0]).leader_epoch > before.leader_epoch and p,
                        FAILOVER_S_MAX, "the partition to go offline")
     assert offline.leader == -1 and offline.error_code == common_pb2.ERROR_CODE_LEADER_NOT_AVAILABLE
@@ -149,7 +149,7 @@ def test_a_new_controller_takes_over_the_state_and_handles_the_next_broker_death
     before = partitions(cluster, "ledger")
     total = sum(len(t.partitions) for t in metadata(cluster).topics)
     (old,) = cluster.active_controllers()
-    cluster("dev", "kill", "controller", str(old), "--signal", "KILL")
+    cluster.signal("controller", old, "KILL")
     (new,) = wait_for(cluster.active_controllers, FAILOVER_S_MAX, "another controller to become active")
     assert new != old
     assert wait_for(lambda: controller_metric(cluster, "replog_global_partition_count") == total, 5,
@@ -157,7 +157,7 @@ def test_a_new_controller_takes_over_the_state_and_handles_the_next_broker_death
     assert {p: m.leader for p, m in partitions(cluster, "ledger").items()} == {p: m.leader for p, m in before.items()}
 
     victim = before[0].leader
-    cluster("dev", "kill", "broker", str(victim), "--signal", "KILL")
+    cluster.signal("broker", victim, "KILL")
     wait_for(lambda: all(m.leader not in (victim, -1) for m in partitions(cluster, "ledger").values()),
              FAILOVER_S_MAX, f"the new controller to move broker {victim}'s leaderships")
     cluster("dev", "start", "broker", str(victim))

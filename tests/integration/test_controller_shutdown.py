@@ -87,7 +87,7 @@ def test_a_broker_shutting_down_hands_over_its_leaderships_and_is_kept_out_until
     assert preferred.results[0].error_code == common_pb2.ERROR_CODE_PREFERRED_LEADER_NOT_AVAILABLE
 
     # Once it has gone and registered again, it is an ordinary broker.
-    cluster("dev", "kill", "broker", "1", "--signal", "KILL")
+    cluster.signal("broker", 1, "KILL")
     wait_for(lambda: partitions(cluster, "pinned")[0].leader == -1, FAILOVER_S_MAX, "broker 1's session to end")
     cluster("dev", "start", "broker", "1")
     wait_for(lambda: all(1 in m.isr for m in partitions(cluster, "draining").values()), 30,
@@ -104,7 +104,7 @@ def test_a_broker_stopped_again_soon_after_its_restart_hands_over_every_leadersh
         wait_for(lambda: {p for p, m in partitions(new_cluster, "rolling").items() if m.leader == 2} == preferred
                  and all(sorted(m.isr) == [1, 2, 3] for m in partitions(new_cluster, "rolling").values()),
                  30, f"broker 2 to lead its preferred partitions with full ISRs (round {round_})")
-        new_cluster("dev", "kill", "broker", "2", "--signal", "TERM")
+        new_cluster.signal("broker", 2, "TERM")
         wait_for(lambda: all(m.leader not in (2, -1) and 2 not in m.isr
                              for m in partitions(new_cluster, "rolling").values()), SHUTDOWN_WAIT_S,
                  f"broker 2's controlled shutdown to move every leadership and ISR place (round {round_})")
@@ -180,7 +180,7 @@ def test_acks_all_producers_wait_only_briefly_while_their_leader_shuts_down(clus
     try:
         wait_for(lambda: len(waits) > 100, 10, "the producer to get going")
         killed = time.monotonic()
-        cluster("dev", "kill", "broker", str(leader), "--signal", "TERM")
+        cluster.signal("broker", leader, "TERM")
         wait_for(lambda: not next(b for b in cluster.status()["brokers"] if b["id"] == leader)["alive"], 30,
                  f"broker {leader} to exit")
     finally:

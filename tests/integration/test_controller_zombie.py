@@ -36,12 +36,12 @@ def test_a_controller_paused_past_its_session_is_fenced_when_it_wakes(cluster):
     tp = TopicPartition("guarded", 0)
     old = active_controller(cluster)
     epoch, epoch_zk_version = in_zookeeper(cluster, lambda store: store.read_controller_epoch())
-    cluster("dev", "kill", "controller", str(old), "--signal", "STOP")
+    cluster.signal("controller", old, "STOP")
     try:
         new = wait_for(lambda: (c := metadata(cluster).controller_id) not in (-1, 0, old) and c,
                        FAILOVER_S_MAX, "the other controller to take over from the paused one")
     finally:
-        cluster("dev", "kill", "controller", str(old), "--signal", "CONT")
+        cluster.signal("controller", old, "CONT")
     assert in_zookeeper(cluster, lambda store: store.read_controller_epoch())[0] == epoch + 1
     old_metrics = cluster.metrics_address("controller", old)
     wait_for(lambda: scrape_metric(old_metrics, "replog_active_controller_count") == 0.0, 15,

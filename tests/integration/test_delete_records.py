@@ -29,7 +29,7 @@ def test_records_before_the_offset_are_gone_from_every_replica_and_stay_gone_aft
     assert [r.offset for r in read_partition(bootstrap, tp, 100)] == list(range(40, 100))
 
     leader = admin.describe_topics([topic])[0].partitions[0].leader
-    cluster("dev", "kill", "broker", str(leader), "--signal", "KILL")
+    cluster.signal("broker", leader, "KILL")
     try:
         wait_for(lambda: admin.describe_topics([topic])[0].partitions[0].leader not in (-1, leader),
                  SESSION_TIMEOUT_S + 20, "a new leader")

@@ -180,7 +180,7 @@ def test_copiers_under_broker_and_copier_kills_copy_every_record_exactly_once(cl
                 tp = TopicPartition(OUTPUT, step % PARTITIONS)
                 if fault == "broker":
                     victim = admin.cluster().leader_of(tp)
-                    cluster("dev", "kill", "broker", str(victim), "--signal", "KILL")
+                    cluster.signal("broker", victim, "KILL")
                     wait_for(lambda victim=victim: copiers.supervise() or admin.cluster().leader_of(tp)
                              not in (victim, -1), 60, f"a new leader of {tp}")
                     cluster("dev", "start", "broker", str(victim))

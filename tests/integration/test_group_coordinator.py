@@ -125,7 +125,7 @@ def test_committed_offsets_and_members_survive_the_coordinators_broker_being_kil
     offsets = {p: 100 + p for p in range(6)}
     call(cluster, group, "OffsetCommit", commit(group, member, answer.member_epoch, offsets))
     coordinator, _ = find_coordinator(cluster, group)
-    cluster("dev", "kill", "broker", str(coordinator), "--signal", "KILL")
+    cluster.signal("broker", coordinator, "KILL")
     try:
         moved = wait_for(lambda: find_coordinator(cluster, group)[0] != coordinator and find_coordinator(cluster, group),
                          60, "the group's coordinator to move")

@@ -294,7 +294,7 @@ def moves_between(journal: Journal, since: float, until: float) -> list[tuple[st
 
 
 def bounce(cluster, broker: int, how: str) -> None:
-    cluster("dev", "kill", "broker", str(broker), "--signal", how)
+    cluster.signal("broker", broker, how)
     cluster("dev", "start", "broker", str(broker))
 
 
@@ -409,7 +409,7 @@ def test_the_coordinators_broker_killed_during_commits_loses_no_commit_moves_no_
         traffic = Traffic(bootstrap, topic, 30_000, 2_000).start()
         wait_for(lambda: traffic.reached(0.3), 60, "a third of the records to be sent")
         coordinator, _ = find_coordinator(group_cluster, group)
-        group_cluster("dev", "kill", "broker", str(coordinator), "--signal", "KILL")
+        group_cluster.signal("broker", coordinator, "KILL")
         killed_at = time.monotonic()
         committed = {}
         for name in ("a", "b"):

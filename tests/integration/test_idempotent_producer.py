@@ -70,7 +70,7 @@ def test_an_idempotent_producer_writes_each_record_once_and_in_order_through_thr
         for kill in range(3):
             wait_for(lambda kill=kill: sent[0] >= total * (kill + 1) // 4, 60, f"record {total * (kill + 1) // 4}")
             leader = leader_of()
-            cluster("dev", "kill", "broker", str(leader), "--signal", "KILL")
+            cluster.signal("broker", leader, "KILL")
             wait_for(lambda leader=leader: leader_of() not in (leader, -1), 60, "a new leader")
             cluster("dev", "start", "broker", str(leader))
         writer.join(180)

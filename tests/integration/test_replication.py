@@ -104,7 +104,7 @@ def test_acks_all_records_survive_a_leader_sigkill_and_restart(cluster, admin, b
     writer.thread.start()
     wait_for(lambda: len(writer.acked) > 1000, 30, "the first thousand acknowledgements")
     old_leader = partition_info(admin, topic).leader
-    cluster("dev", "kill", "broker", str(old_leader), "--signal", "KILL")
+    cluster.signal("broker", old_leader, "KILL")
     wait_for(lambda: partition_info(admin, topic).leader not in (-1, old_leader),
              SESSION_TIMEOUT_S + 10, "a new leader")
     cluster("dev", "start", "broker", str(old_leader))
@@ -130,7 +130,7 @@ def test_a_paused_follower_leaves_the_isr_and_rejoins(cluster, admin, bootstrap)
     create_topic(admin, topic)
     info = partition_info(admin, topic)
     follower = next(r for r in info.replicas if r != info.leader)
-    cluster("dev", "kill", "broker", str(follower), "--signal", "STOP")
+    cluster.signal("broker", follower, "STOP")
     try:
         with Producer(bootstrap, acks=1) as producer:
             producer.send(topic, b"while paused", partition=0).result(timeout=30)
@@ -139,7 +139,7 @@ def test_a_paused_follower_leaves_the_isr_and_rejoins(cluster, admin, bootstrap)
                  "the paused follower to leave the ISR")
         print(f"follower left the ISR {time.monotonic() - started:.1f} s after the write it missed")
     finally:
-        cluster("dev", "kill", "broker", str(follower), "--signal", "CONT")
+        cluster.signal("broker", follower, "CONT")
     wait_for(lambda: follower in partition_info(admin, topic).isr, 30, "the follower to rejoin the ISR")
 
 
@@ -154,7 +154,7 @@ def test_acks_all_is_refused_while_the_isr_is_below_the_minimum(cluster, admin, 
     tp = TopicPartition(topic, 0)
     high_watermark = consumer.end_offsets([tp])[tp]
     for broker in followers:
-        cluster("dev", "kill", "broker", str(broker), "--signal", "KILL")
+        cluster.signal("broker", broker, "KILL")
     try:
         wait_for(lambda: partition_info(admin, topic).isr == (info.leader,), SESSION_TIMEOUT_S + 10,
                  "the ISR to shrink to the leader")

@@ -383,7 +383,7 @@ def test_offsets_committed_in_a_transaction_show_only_once_it_commits(cluster, a
                                                                      producer_epoch=1, group_id=group))
     assert offset_commit(pid, 1, 99).topics[0].partitions[0].error_code == ErrorCode.NONE
     group_coordinator, _ = coordinator_of(cluster, group, cp.COORDINATOR_TYPE_GROUP)
-    cluster("dev", "kill", "broker", str(group_coordinator), "--signal", "KILL")
+    cluster.signal("broker", group_coordinator, "KILL")
     try:
         wait_for(lambda: (found := find(cluster, group, cp.COORDINATOR_TYPE_GROUP)) and found[0] != group_coordinator,
                  60, "the group's coordinator to move")
@@ -408,12 +408,12 @@ def test_a_coordinator_killed_after_the_decision_is_succeeded_by_one_that_comple
     assert produce(admin, cluster, tp, [b"d1", b"d2"], pid, 0, 0, txn) == ErrorCode.NONE
 
     # The partition's only replica dies: the commit's marker cannot be written anywhere for now.
-    cluster("dev", "kill", "broker", str(data_leader), "--signal", "KILL")
+    cluster.signal("broker", data_leader, "KILL")
     killed = [data_leader]
     try:
         assert end(cluster, txn, pid, 0, commit=True).error_code == ErrorCode.NONE
         assert describe(cluster, txn).state == "PrepareCommit"
-        cluster("dev", "kill", "broker", str(coordinator), "--signal", "KILL")
+        cluster.signal("broker", coordinator, "KILL")
         killed.append(coordinator)
         successor = wait_for(lambda: (found := find(cluster, txn)) and found[0] != coordinator and found, 90,
                              "a new transaction coordinator")
@@ -455,13 +455,13 @@ def test_a_refused_complete_holds_the_next_transaction_back_and_a_new_coordinato
     stopped = []
     try:
         # The data partition's only replica stops: the commit's marker waits for it.
-        cluster("dev", "kill", "broker", str(data_broker), "--signal", "TERM")
+        cluster.signal("broker", data_broker, "TERM")
         stopped.append(data_broker)
         wait_for(lambda: data_broker not in isr(), 30, f"broker {data_broker} to leave {state}'s ISR")
         assert end(cluster, txn, pid, 0, commit=True).error_code == ErrorCode.NONE  # PREPARE_COMMIT is written
         # From now on __transaction_state needs all three replicas, and the third one stops too.
         admin.alter_configs("topic", TRANSACTION_STATE_TOPIC, set_configs={"min.insync.replicas": "3"})
-        cluster("dev", "kill", "broker", str(third), "--signal", "TERM")
+        cluster.signal("broker", third, "TERM")
         stopped.append(third)
         cluster("dev", "start", "broker", str(data_broker))
         stopped.remove(data_broker)
@@ -481,7 +481,7 @@ def test_a_refused_complete_holds_the_next_transaction_back_and_a_new_coordinato
         assert produce(admin, cluster, tp, [b"second"], pid, 1, 0, txn) == ErrorCode.NONE
 
         # The coordinator's broker dies: the partition's new leader loads the log and serves the id.
-        cluster("dev", "kill", "broker", str(coordinator), "--signal", "KILL")
+        cluster.signal("broker", coordinator, "KILL")
         stopped.append(coordinator)
         successor, _ = wait_for(lambda: (found := find(cluster, txn)) and found[0] != coordinator and found, 60,
                                 "a new transaction coordinator")
@@ -526,7 +526,7 @@ def test_the_next_transactions_add_is_held_while_the_last_one_completes(cluster,
                 topics=[common_pb2.TopicPartitions(topic=topic, partitions=[0])]), timeout=10)
             return ErrorCode.of(answer.error_code), time.monotonic() - started_s
 
-    cluster("dev", "kill", "broker", str(data_broker), "--signal", "TERM")
+    cluster.signal("broker", data_broker, "TERM")
     try:
         wait_for(lambda: admin.describe_topics([topic])[0].partitions[0].leader < 0, 30, f"{tp} to go offline")
         assert end(cluster, txn, pid, 0, commit=True).producer_epoch == 1  # PREPARE_COMMIT; the marker waits

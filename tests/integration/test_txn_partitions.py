@@ -119,7 +119,7 @@ def test_markers_end_transactions_on_every_replica_and_read_committed_sees_only_
         assert latest(leader, READ_COMMITTED) == 7
 
         # Followers completed the transactions from the markers they fetched: a new leader answers alike.
-        cluster("dev", "kill", "broker", str(leader_id), "--signal", "KILL")
+        cluster.signal("broker", leader_id, "KILL")
         wait_for(lambda: admin.cluster().leader_of(TP) not in (leader_id, -1), 60, "a new leader")
         successor = stub(addresses[admin.cluster().leader_of(TP)])
         answer = wait_for(lambda: (a := fetch(successor, READ_COMMITTED)).high_watermark == 7 and a, 30,

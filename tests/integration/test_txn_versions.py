@@ -105,7 +105,7 @@ def mixed(tmp_path_factory):
                          "--config", "transaction.state.log.num.partitions=4",
                          "--config", "offsets.topic.replication.factor=1",
                          "--config", "offsets.topic.num.partitions=2"):
-        local("dev", "kill", "broker", "2", "--signal", "TERM")
+        local.signal("broker", 2, "TERM")
         replog("dev", "start", "broker", "2", "--data-dir", local.data_dir,
                env={**os.environ, "REPLOG_TRANSACTION_VERSION": "1",
                     "REPLOG_TRANSACTION_PARTITION_VERIFICATION_ENABLE": "false"})

@@ -155,7 +155,7 @@ def test_dashboards_and_alerts_follow_a_broker_failure(monitored, api, security,
     # When a broker that does not coordinate the group is SIGKILLed.
     coordinator = api.query(f'replog_consumergroup_members{{group="{GROUP}"}}')[0]["metric"]["member"]
     victim = next(b["id"] for b in monitored.status()["brokers"] if f"broker-{b['id']}" != coordinator)
-    monitored("dev", "kill", "broker", str(victim), "--signal", "KILL")
+    monitored.signal("broker", victim, "KILL")
 
     # Then the broker-down and under-replicated alerts fire.
     down = wait_for(lambda: firing(api, "ReplogBrokerDown"), ALERT_WAIT_S, "ReplogBrokerDown to fire")

@@ -86,7 +86,7 @@ def test_a_stream_goes_on_through_its_leader_being_killed_and_loses_nothing(spar
     try:
         wait_until(lambda: spark.sql("select count(*) c from failover_rows").first().c > 50, 60,
                    "the stream to read from the first leader")
-        cluster("dev", "kill", "broker", str(leader), "--signal", "KILL")
+        cluster.signal("broker", leader, "KILL")
         wait_until(lambda: admin.describe_topics(["failover"])[0].partitions[0].leader not in (leader, -1), 60,
                    "a new leader")
         count_at_kill = len(acked)
