@@ -117,10 +117,11 @@ def connected(connect: str, auth: ZkAuth | None) -> Any:
         zookeeper_connect(connect)
     except ValueError as error:
         raise AclsError(f"the ZooKeeper {connect!r} is not host:port[,host:port...][/chroot] ({error})") from None
-    hosts = [host_port(entry) for entry in connect.strip().partition("/")[0].split(",")]
-    if not any(_may_listen(address.host, address.port) for address in hosts):
-        raise AclsError(f"cannot reach ZooKeeper at {connect}: nothing accepts connections there; is the cluster "
-                        "running? (`replog dev status` shows a local one)")
+    refusals = [_refused(address.host, address.port)
+                for address in map(host_port, connect.strip().partition("/")[0].split(","))]
+    if all(refusals):
+        raise AclsError(f"cannot reach ZooKeeper at {connect}: {'; '.join(dict.fromkeys(refusals))}; is the "
+                        "cluster running? (`replog dev status` shows a local one)")
     # kazoo logs each failed attempt; a command that cannot connect says so in one sentence instead.
     logging.getLogger("kazoo").setLevel(logging.CRITICAL)
     client = new_client(connect, CONNECT_TIMEOUT_S, auth)
@@ -131,29 +132,33 @@ def connected(connect: str, auth: ZkAuth | None) -> Any:
     return client
 
 
-def _may_listen(host: str, port: int) -> bool:
-    """False when the address refuses at once or does not resolve; a slow one is left to kazoo's timeout."""
+def _refused(host: str, port: int) -> str | None:
+    """Why nothing can listen at the address (its connection refused at once, or its name unknown), or None:
+    a slow address, or a name whose lookup may work on a retry, is left to kazoo's timeout."""
     try:
         with socket.create_connection((host, port), timeout=1.0):
-            return True
-    except (ConnectionRefusedError, socket.gaierror):
-        return False
+            return None
+    except ConnectionRefusedError:
+        return "nothing accepts connections there"
+    except socket.gaierror as error:
+        return None if error.errno == socket.EAI_AGAIN else f"{host} does not resolve"
     except OSError:
-        return True
+        return None
 
 
 def _patterns(args: argparse.Namespace) -> list[ResourcePattern]:
     kinds = [PatternType(args.resource_pattern_type)] if args.resource_pattern_type in ("literal", "prefixed") \
         else list(PatternType)
+    if args.resource_pattern_type == "prefixed" and args.acls_command != "list" and (
+            args.cluster or WILDCARD in (*args.topic, *args.group, *args.transactional_id)):
+        raise AclsError(f"a prefixed pattern cannot be '{WILDCARD}' or the cluster: '{WILDCARD}' already names every "
+                        "resource of its type; use --resource-pattern-type literal")
     named = [(ResourceType.TOPIC, args.topic), (ResourceType.GROUP, args.group),
              (ResourceType.TRANSACTIONAL_ID, args.transactional_id),
              (ResourceType.CLUSTER, [CLUSTER_NAME] if args.cluster else [])]
     patterns = [ResourcePattern(rtype, name, kind) for rtype, names in named for name in names for kind in kinds
                 if not (kind is PatternType.PREFIXED and (rtype is ResourceType.CLUSTER or name == WILDCARD))]
     if not patterns and args.acls_command != "list":
-        if any(names for _, names in named):  # each was '*' or --cluster, which a prefixed pattern cannot name
-            raise AclsError(f"a prefixed pattern cannot be '{WILDCARD}' or the cluster: '{WILDCARD}' already names "
-                            "every resource of its type; use --resource-pattern-type literal")
         raise AclsError("name a resource: --topic, --group, --transactional-id or --cluster")
     return patterns
 

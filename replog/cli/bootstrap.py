@@ -24,8 +24,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", default=None,
                         help="the local cluster's directory, when --bootstrap and $REPLOG_BOOTSTRAP are not given")
     parser.add_argument("--command-config", metavar="FILE", default=None,
-                        help="client properties: ssl.cafile, ssl.certfile, ssl.keyfile, bearer.token or "
-                        f"bearer.token.file (default: ${channels.ENV_CAFILE} and the like, else the local "
+                        help=f"client properties: {', '.join(channels.CLIENT_PROPERTIES)}; other keys are named "
+                        f"in a warning (default: ${channels.ENV_CAFILE} and the like, else the local "
                         "cluster's own under `dev up --tls`)")
 
 

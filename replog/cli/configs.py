@@ -19,18 +19,18 @@ QUOTA_ENTITY_TYPES = ("users", "clients")
 
 
 def add_commands(commands: Any) -> None:
-    parser = commands.add_parser("configs", help="describe and change topic configs",
+    parser = commands.add_parser("configs", help="describe and change topic configs, and users' and clients' quotas",
                                  description="Describe and change configs (as kafka-configs does).")
     sub = parser.add_subparsers(dest="configs_command", metavar="ACTION", required=True)
 
-    describe = sub.add_parser("describe", help="show a topic's configs, or a broker's")
+    describe = sub.add_parser("describe", help="show a topic's configs, a broker's, or a user's or client's quotas")
     _entity_arguments(describe)
     describe.add_argument("--all", action="store_true",
                           help="every config with its effective value, not only the ones set for the topic")
     add_cluster_arguments(describe)
     describe.set_defaults(handler=_describe)
 
-    alter = sub.add_parser("alter", help="set or delete a topic's configs")
+    alter = sub.add_parser("alter", help="set or delete a topic's configs, or a user's or client's quotas")
     _entity_arguments(alter)
     alter.add_argument("--add-config", action="append", default=[], metavar="K=V[,K=V]",
                        help="configs to set, e.g. retention.ms=60000,cleanup.policy=[compact,delete] (repeatable)")

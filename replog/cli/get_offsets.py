@@ -9,7 +9,7 @@ from typing import Any
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
 from replog.cli.lists import whole_numbers
 from replog.cli.names import topic_name
-from replog.cli.numbers import INT64_MAX
+from replog.cli.numbers import INT64_MAX, out_of_range
 from replog.client import Admin, AdminError, TopicPartition
 from replog.core.errors import ErrorCode
 
@@ -59,7 +59,10 @@ def time_spec(given: str) -> str | int:
     text = given.strip().lower()
     if text in TIMES:
         return TIMES[text]
-    if text.isascii() and text.isdigit() and int(text) <= INT64_MAX:
+    if text.isascii() and text.isdigit():
+        problem = out_of_range(int(text), 0, INT64_MAX)
+        if problem:
+            raise AdminError(f"--time: {problem}", ErrorCode.INVALID_REQUEST)
         return int(text)
     raise AdminError(f"--time takes latest (-1), earliest (-2) or milliseconds since the Unix epoch, not {given!r}",
                      ErrorCode.INVALID_REQUEST)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from replog.cli.numbers import INT32_MAX, out_of_range
 from replog.client import AdminError
 from replog.core.errors import ErrorCode
 
@@ -14,4 +15,8 @@ def whole_numbers(given: str | None, option: str, what: str, example: str) -> li
     if not all(part.isascii() and part.isdigit() for part in parts):
         raise AdminError(f"{option} takes {what} separated by commas, such as {example}, not {given!r}",
                          ErrorCode.INVALID_REQUEST)
-    return [int(part) for part in parts]
+    numbers = [int(part) for part in parts]
+    problem = next(filter(None, (out_of_range(n, 0, INT32_MAX) for n in numbers)), None)
+    if problem:
+        raise AdminError(f"{option}: {problem}", ErrorCode.INVALID_REQUEST)
+    return numbers

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
+from replog.core.log_config import INT32_MAX, INT64_MAX
+from replog.core.txn.metadata import PRODUCER_EPOCH_MAX
 
 
 def out_of_range(value: int, low: int, high: int) -> str | None:
@@ -40,9 +40,8 @@ def whole_number(low: int, high: int) -> Callable[[str], int]:
 
 PARTITION = whole_number(0, INT32_MAX)
 BROKER_ID = whole_number(0, INT32_MAX)
-COUNT = whole_number(1, INT32_MAX)  # partitions, replicas, records to wait for
+COUNT = whole_number(1, INT32_MAX)  # partitions, replicas
 OFFSET = whole_number(0, INT64_MAX)
 PRODUCER_ID = whole_number(0, INT64_MAX)
-EPOCH = whole_number(0, INT32_MAX)
-MILLISECONDS = whole_number(0, INT32_MAX)
+PRODUCER_EPOCH = whole_number(0, PRODUCER_EPOCH_MAX)
 SHIFT = whole_number(-INT64_MAX, INT64_MAX)

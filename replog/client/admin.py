@@ -108,7 +108,11 @@ class Admin:
     """Topic administration; every call is synchronous and raises AdminError on failure."""
 
     def __init__(self, bootstrap: str | Sequence[str], *, request_timeout_ms: int = 30_000,
-                 retry_backoff_ms: int = 100, security: ClientSecurity | None = None) -> None:
+                 retry_backoff_ms: int = 100, security: ClientSecurity | None = None,
+                 retry_unreachable: bool = True) -> None:
+        """`retry_unreachable`: group and transaction calls ask again, until their timeout, while no metadata
+        service answers (a restart passes unnoticed); False raises ClusterUnreachableError at once, as the
+        topic calls do (a command line, which says so to its user)."""
         self._request_timeout_ms = request_timeout_ms
         self._retry_backoff_s = retry_backoff_ms / 1000
         addresses = parse_bootstrap(bootstrap)
@@ -118,7 +122,8 @@ class Admin:
                                          retry_backoff_ms=retry_backoff_ms, all_topics=True)
         self._coordinators, self._transactions = (
             Coordinators(self._metadata, self._channels, request_timeout_ms=request_timeout_ms,
-                         retry_backoff_ms=retry_backoff_ms, key_type=key_type, unreachable_ends=True)
+                         retry_backoff_ms=retry_backoff_ms, key_type=key_type,
+                         unreachable_ends=not retry_unreachable)
             for key_type in (GROUP, TRANSACTION))
         self._closed = False
 

@@ -21,6 +21,8 @@ import dataclasses
 import functools
 from collections.abc import Mapping
 
+from replog.core.log_config import INT64_MAX
+
 PRODUCE = "producer_byte_rate"
 FETCH = "consumer_byte_rate"
 REQUEST = "request_rate"
@@ -34,7 +36,7 @@ WINDOW_MS = 1_000
 THROTTLE_MS_MAX = 30_000  # Kafka bounds a throttle by the request timeout
 
 
-RATE_MAX = 2**63 - 1  # Kafka keeps a quota as a long
+RATE_MAX = INT64_MAX  # Kafka keeps a quota as a long
 
 
 def parse_quota_configs(configs: Mapping[str, str]) -> dict[str, int]:

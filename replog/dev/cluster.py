@@ -14,7 +14,7 @@ from typing import Any
 
 from replog.config import host_port
 from replog.core.invariant import require
-from replog.dev import prometheus, zookeeper
+from replog.dev import prometheus
 from replog.dev import tls as dev_tls
 from replog.dev.cluster_file import CLUSTER_FILE, DEFAULT_DATA_DIR, Cluster, Member, find_data_dir
 from replog.dev.ports import HOST, choose_ports
@@ -28,7 +28,13 @@ from replog.dev.processes import (
     wait_until,
 )
 from replog.dev.properties import DEV_DEFAULTS, check_config_keys
-from replog.dev.supervise import start_member, start_prometheus, start_zookeeper, wait_member
+from replog.dev.supervise import (
+    check_external_zookeeper,
+    start_member,
+    start_prometheus,
+    start_zookeeper,
+    wait_member,
+)
 from replog.rpc.channels import ClientSecurity
 
 __all__ = ["DEFAULT_DATA_DIR", "SIGNALS", "Cluster", "Member", "down", "find_data_dir", "kill", "start", "status",
@@ -123,10 +129,7 @@ def _existing_or_new(
             "cluster; choose an empty or new --data-dir."
         )
     if zookeeper_address is not None:  # before anything is written, so the same --data-dir can be used again
-        given = host_port(zookeeper_address)
-        if not zookeeper.is_ready(given.host, given.port):
-            raise DevError(f"no ZooKeeper answers at {zookeeper_address} (given with --zookeeper); nothing was "
-                           "created.")
+        check_external_zookeeper(zookeeper_address, created=True)
     try:
         os.makedirs(data_dir, exist_ok=True)
     except OSError as error:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
+from replog.config import host_port
 from replog.core.invariant import require
 from replog.dev import prometheus, zookeeper
 from replog.dev.cluster_file import Cluster, Member
@@ -62,12 +63,20 @@ def start_prometheus(cluster: Cluster) -> None:
                        f"The end of {log_path}:\n{tail(log_path)}")
 
 
+def check_external_zookeeper(address: str, *, created: bool) -> None:
+    """DevError unless the ZooKeeper given with --zookeeper answers; `created`: nothing of the cluster was
+    written yet, which the message says."""
+    given = host_port(address)
+    if not zookeeper.is_ready(given.host, given.port):
+        raise DevError(f"no ZooKeeper answers at {address} (given with --zookeeper)"
+                       + ("; nothing was created." if created else "."))
+
+
 def start_zookeeper(cluster: Cluster) -> None:
     zk = cluster.state["zookeeper"]
     host, port = zk["address"].rsplit(":", 1)
     if zk["external"]:
-        if not zookeeper.is_ready(host, int(port)):
-            raise DevError(f"no ZooKeeper answers at {zk['address']} (given with --zookeeper).")
+        check_external_zookeeper(zk["address"], created=False)
         return
     if is_alive(zk["pid"], cluster.zookeeper_marker):
         return

@@ -29,7 +29,7 @@ ENV_SERVER_NAME = "REPLOG_SSL_SERVER_NAME"
 Options = Sequence[tuple[str, Any]]
 
 
-# The client properties a --command-config file (or a Spark query's options) may hold.
+# The client properties ClientSecurity.from_properties reads (a --command-config file).
 CLIENT_PROPERTIES = ("ssl.cafile", "ssl.certfile", "ssl.keyfile", "ssl.server.name", "bearer.token",
                      "bearer.token.file")
 

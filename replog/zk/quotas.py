@@ -26,8 +26,8 @@ ENTITY_ROOTS = {"users": paths.CONFIG_USERS, "clients": paths.CONFIG_CLIENTS}
 
 
 def entity_path(entity_type: str, name: str) -> str:
-    if not name:
-        raise ValueError(f"a quota's {entity_type[:-1]} name must not be empty")
+    if not name.strip():
+        raise ValueError(f"the {'user name' if entity_type == 'users' else 'client id'} of a quota must not be empty")
     return f"{ENTITY_ROOTS[entity_type]}/{urllib.parse.quote(name, safe='<>')}"
 
 

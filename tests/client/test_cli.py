@@ -169,6 +169,9 @@ HUGE = "99999999999999999999"
     ["transactions", "abort", "--topic", "t", "--partition", "-3", "--start-offset", "4"],
     ["groups", "reset-offsets", "--group", "g", "--topic", "t", "--to-offset", HUGE, "--execute"],
     ["tokens", "create", "--principal", "User:a", "--secret-file", "s", "--lifetime-s", HUGE],
+    ["transactions", "abort", "--topic", "t", "--partition", "0", "--producer-id", "1", "--producer-epoch", "40000",
+     "--coordinator-epoch", "0"],
+    ["groups", "reset-offsets", "--group", "g", "--topic", "t:99999999999", "--to-earliest"],
 ])
 def test_numbers_the_wire_cannot_carry_are_refused_naming_the_option(capsys, argv):
     with pytest.raises(SystemExit) as raised:
@@ -180,7 +183,9 @@ def test_numbers_the_wire_cannot_carry_are_refused_naming_the_option(capsys, arg
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["consume", "t", "--partition", "0", "--offset", HUGE], "--offset: 99999999999999999999 is above"),
-    (["get-offsets", "--topic", "t", "--time", HUGE], "--time takes latest (-1), earliest (-2) or milliseconds"),
+    (["get-offsets", "--topic", "t", "--time", HUGE], "--time: 99999999999999999999 is above 9223372036854775807"),
+    (["get-offsets", "--topic", "t", "--partitions", "0,99999999999"], "--partitions: 99999999999 is above"),
+    (["log-dirs", "describe", "--broker-list", "99999999999"], "--broker-list: 99999999999 is above"),
     (["bench", "produce", "--partitions", HUGE], "--partitions: 99999999999999999999 is above 2147483647"),
     (["bench", "produce", "--record-size", "50000000"], "more than the producer's max_request_size"),
 ])
@@ -526,6 +531,8 @@ def test_an_empty_entity_name_is_refused_before_anything_is_written(capsys, argv
      "nothing accepts connections there"),
     (["configs", "describe", "--entity-type", "users", "--entity-name", "a", "--zookeeper", "garbage"],
      "the ZooKeeper 'garbage' is not host:port[,host:port...][/chroot]"),
+    (["acls", "list", "--authorizer-properties", "zookeeper.connect=nosuchhost.invalid:2181"],
+     "nosuchhost.invalid does not resolve"),
 ])
 def test_commands_on_zookeeper_refuse_an_address_where_nothing_listens_at_once(capsys, argv, says):
     started = time.monotonic()
@@ -561,8 +568,9 @@ def test_a_reset_to_a_time_before_1970_is_refused_as_such(capsys, when):
     assert "is before 1970-01-01T00:00:00Z" in capsys.readouterr().err
 
 
-def test_a_prefixed_acl_on_every_topic_says_why_it_is_refused(capsys):
-    code, _out, err = run(capsys, "acls", "add", "--topic", "*", "--resource-pattern-type", "prefixed",
+@pytest.mark.parametrize("names", [["--topic", "*"], ["--topic", "*", "--topic", "orders"], ["--cluster"]])
+def test_a_prefixed_acl_on_every_topic_says_why_it_is_refused(capsys, names):
+    code, _out, err = run(capsys, "acls", "add", *names, "--resource-pattern-type", "prefixed",
                           "--allow-principal", "User:bob", "--authorizer-properties", f"zookeeper.connect={NOWHERE}")
     assert code == 1 and "a prefixed pattern cannot be '*'" in err and "literal" in err, err
 
