@@ -32,6 +32,7 @@ import asyncio
 import logging
 import random
 import time
+from typing import Any
 
 import grpc
 
@@ -74,6 +75,8 @@ class Sender:
         self._producer_id = NO_PRODUCER_ID
         self._producer_epoch = NO_PRODUCER_EPOCH
         self._id_attempts = 0
+        self._id_call: Any = None  # the InitProducerId in flight, which abort() cancels
+        self._aborting = False
         self._txn: TransactionManager | None = None
         metadata.on_update(lambda _metadata: self.wakeup())
 
@@ -171,13 +174,20 @@ class Sender:
             self._metadata.request_update()
             return False
         broker_id, address = self._rng.choice(sorted(metadata.brokers.items()))
+        self._id_call = self._channels.coordinator(address).InitProducerId(
+            coordinator_pb2.InitProducerIdRequest(producer_id=-1, producer_epoch=-1),
+            timeout=self._config.request_timeout_ms / 1000)
         try:
-            answer = await self._channels.coordinator(address).InitProducerId(
-                coordinator_pb2.InitProducerIdRequest(producer_id=-1, producer_epoch=-1),
-                timeout=self._config.request_timeout_ms / 1000)
+            answer = await self._id_call
         except grpc.aio.AioRpcError as error:
             log.info("no producer id from broker %d at %s: %s", broker_id, address, error.code().name)
             return False
+        except asyncio.CancelledError:
+            if not self._aborting:
+                raise
+            return False  # abort() gave up on it, and the loop ends once every batch is done
+        finally:
+            self._id_call = None
         if answer.error_code != ErrorCode.NONE:
             log.info("no producer id from broker %d: %s %s", broker_id, ErrorCode.of(answer.error_code).name,
                      answer.error_message)
@@ -198,7 +208,11 @@ class Sender:
             self._accumulator.reset_sequences()
 
     async def abort(self) -> None:
-        """close() ran out of time: fail what is queued, give up on what is in flight."""
+        """close() ran out of time: fail what is queued, give up on what is in flight (a producer id asked of a
+        broker that does not answer too, or the loop would wait out its request timeout)."""
+        self._aborting = True
+        if self._id_call is not None:
+            self._id_call.cancel()
         for batch in self._accumulator.abort_queued():
             self._fail_closed(batch)
         requests = list(self._requests)
