@@ -117,13 +117,17 @@ def optional(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse_optional
 
 
-def zookeeper_connect(text: str) -> str:
-    """Kafka's `zookeeper.connect`: host:port[,host:port...][/chroot]."""
-    hosts, _, chroot = text.strip().partition("/")
+def zookeeper_hosts(text: str) -> list[HostPort]:
+    """The ensemble's addresses in Kafka's `zookeeper.connect`, host:port[,host:port...][/chroot]."""
+    hosts, _, _chroot = text.strip().partition("/")
     if not hosts:
         raise ValueError("expected host:port[,host:port...][/chroot]")
-    for entry in hosts.split(","):
-        host_port(entry)
+    return [host_port(entry) for entry in hosts.split(",")]
+
+
+def zookeeper_connect(text: str) -> str:
+    """Kafka's `zookeeper.connect`, checked."""
+    zookeeper_hosts(text)
     return text.strip()
 
 

@@ -13,7 +13,7 @@ import logging
 import socket
 from typing import Any
 
-from replog.config import ConfigError, host_port, zookeeper_connect
+from replog.config import ConfigError, zookeeper_hosts
 from replog.core.acl import (
     CLUSTER_NAME,
     WILDCARD,
@@ -114,11 +114,10 @@ def zookeeper_of(given: dict[str, str], data_dir: str | None) -> tuple[str, ZkAu
 
 def connected(connect: str, auth: ZkAuth | None) -> Any:
     try:
-        zookeeper_connect(connect)
+        hosts = zookeeper_hosts(connect)
     except ValueError as error:
         raise AclsError(f"the ZooKeeper {connect!r} is not host:port[,host:port...][/chroot] ({error})") from None
-    refusals = [_refused(address.host, address.port)
-                for address in map(host_port, connect.strip().partition("/")[0].split(","))]
+    refusals = [_refused(address.host, address.port) for address in hosts]
     if all(refusals):
         raise AclsError(f"cannot reach ZooKeeper at {connect}: {'; '.join(dict.fromkeys(refusals))}; is the "
                         "cluster running? (`replog dev status` shows a local one)")

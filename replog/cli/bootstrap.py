@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Mapping
 
+from replog.client.admin import Admin
 from replog.client.errors import ClientError, ClusterUnreachableError, UnknownTopicError
 from replog.client.io import parse_bootstrap
 from replog.config import ConfigError, read_properties
@@ -57,6 +58,12 @@ def bootstrap_address(args: argparse.Namespace, env: Mapping[str, str] | None = 
     if not addresses:
         raise ClientError(f"the local cluster in {cluster.data_dir} has no metadata service; pass --bootstrap")
     return ",".join(addresses)
+
+
+def command_admin(args: argparse.Namespace) -> Admin:
+    """The command's Admin, at the cluster its flags name. When no metadata service answers it says so at
+    once, for group and transaction calls too: a command has its user waiting."""
+    return Admin(bootstrap_address(args), retry_unreachable=False)
 
 
 def _client_security(path: str) -> channels.ClientSecurity:

@@ -6,8 +6,8 @@ import argparse
 from typing import Any
 
 from replog.cli import acls
-from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
-from replog.client import Admin, AdminError
+from replog.cli.bootstrap import add_cluster_arguments, command_admin
+from replog.client import AdminError
 from replog.config import ConfigError
 from replog.core.errors import ErrorCode
 from replog.core.quota import parse_quota_configs
@@ -82,7 +82,7 @@ def _describe(args: argparse.Namespace) -> int:
     if args.entity_type in QUOTA_ENTITY_TYPES:
         return _quota_entity(args, lambda client: None)
     resource_type = ENTITY_TYPES[args.entity_type]
-    with Admin(bootstrap_address(args)) as admin:
+    with command_admin(args) as admin:
         entries = admin.describe_config_entries(resource_type, args.entity_name)
     if resource_type == "broker":
         print(f"Static configs for broker {args.entity_name} are:")
@@ -120,7 +120,7 @@ def _alter(args: argparse.Namespace) -> int:
             zk_quotas.write_entity(client, args.entity_type, args.entity_name, configs)
 
         return _quota_entity(args, change)
-    with Admin(bootstrap_address(args)) as admin:
+    with command_admin(args) as admin:
         admin.alter_configs(resource_type, args.entity_name, set_configs=set_configs, delete_configs=deleted)
     print(f"Completed updating config for {resource_type} {args.entity_name}.")
     return 0

@@ -6,10 +6,10 @@ import argparse
 import json
 from typing import Any
 
-from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.bootstrap import add_cluster_arguments, command_admin
 from replog.cli.names import topic_name
 from replog.cli.numbers import INT32_MAX, INT64_MAX, PARTITION, out_of_range, whole_number
-from replog.client import Admin, AdminError, TopicPartition
+from replog.client import AdminError, TopicPartition
 from replog.core.errors import ErrorCode
 
 OFFSET_FILE_SHAPE = '{"partitions": [{"topic": "T", "partition": 0, "offset": 42}], "version": 1}'
@@ -38,7 +38,7 @@ def _delete(args: argparse.Namespace) -> int:
     if (args.offset_json_file is None) == (args.topic is None):
         raise AdminError("give --topic T --offset O [--partition P]..., or --offset-json-file FILE",
                          ErrorCode.INVALID_REQUEST)
-    with Admin(bootstrap_address(args)) as admin:
+    with command_admin(args) as admin:
         if args.offset_json_file is not None:
             if args.offset is not None or args.partition:
                 raise AdminError("--offset-json-file names its partitions and offsets itself; leave out --offset "

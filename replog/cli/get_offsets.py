@@ -6,11 +6,11 @@ import argparse
 import json
 from typing import Any
 
-from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.bootstrap import add_cluster_arguments, command_admin
 from replog.cli.lists import whole_numbers
 from replog.cli.names import topic_name
 from replog.cli.numbers import INT64_MAX, out_of_range
-from replog.client import Admin, AdminError, TopicPartition
+from replog.client import AdminError, TopicPartition
 from replog.core.errors import ErrorCode
 
 TIMES = {"latest": "latest", "-1": "latest", "earliest": "earliest", "-2": "earliest"}
@@ -39,7 +39,7 @@ def add_commands(commands: Any) -> None:
 def _get_offsets(args: argparse.Namespace) -> int:
     spec = time_spec(args.time)
     wanted = partitions_of(args.partitions)
-    with Admin(bootstrap_address(args)) as admin:
+    with command_admin(args) as admin:
         if wanted is None:
             wanted = [p.partition for p in admin.describe_topics([args.topic])[0].partitions]
         offsets = admin.list_offsets({TopicPartition(args.topic, p): spec for p in wanted},

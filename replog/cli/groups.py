@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.bootstrap import add_cluster_arguments, command_admin
 from replog.cli.names import topic_name
-from replog.cli.numbers import INT32_MAX, OFFSET, SHIFT, out_of_range
+from replog.cli.numbers import INT32_MAX, OFFSET, SHIFT, first_out_of_range
 from replog.client import Admin, AdminError, ClientError, GroupDescription, OffsetAndMetadata, TopicPartition
 from replog.core.errors import ErrorCode
 
@@ -99,7 +99,7 @@ def parse_topic_partitions(text: str) -> TopicSelection:
     except ValueError:
         raise argparse.ArgumentTypeError(f"the partitions in {text!r} are not whole numbers separated by commas "
                                          "(orders:0,1)") from None
-    problem = next(filter(None, (out_of_range(p, 0, INT32_MAX) for p in numbers)), None)
+    problem = first_out_of_range(numbers, 0, INT32_MAX)
     if problem:
         raise argparse.ArgumentTypeError(f"a partition in {text!r}: {problem}")
     return TopicSelection(topic, numbers)
@@ -130,7 +130,7 @@ def _check_group(group: str) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    with Admin(bootstrap_address(args), retry_unreachable=False) as admin:
+    with command_admin(args) as admin:
         groups = admin.list_groups()
     if args.json:
         print(json.dumps({"groups": [{"group": g.group_id, "state": g.state, "type": g.type} for g in groups]},
@@ -146,7 +146,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _describe(args: argparse.Namespace) -> int:
     _check_group(args.group)
-    with Admin(bootstrap_address(args), retry_unreachable=False) as admin:
+    with command_admin(args) as admin:
         description = _description(admin, args.group)
         if description is None:
             raise AdminError(f"group {args.group!r} does not exist; see `replog groups list`",
@@ -298,7 +298,7 @@ def _reset(args: argparse.Namespace) -> int:
     _check_group(args.group)
     kind = reset_kind(args)
     value = getattr(args, kind) if kind in ("to_offset", "shift_by") else None
-    with Admin(bootstrap_address(args), retry_unreachable=False) as admin:
+    with command_admin(args) as admin:
         _refuse_active(admin, args.group)
         partitions = _selected_partitions(admin, args.topic)
         committed = admin.list_group_offsets(args.group, partitions)
@@ -361,7 +361,7 @@ def _bounds(admin: Admin, partitions: list[TopicPartition], at_ms: int | None) -
 
 def _delete(args: argparse.Namespace) -> int:
     _check_group(args.group)
-    with Admin(bootstrap_address(args), retry_unreachable=False) as admin:
+    with command_admin(args) as admin:
         admin.delete_groups([args.group])
     if args.json:
         print(json.dumps({"deleted": [args.group]}))

@@ -6,10 +6,10 @@ import argparse
 import sys
 from typing import Any
 
-from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.bootstrap import add_cluster_arguments, command_admin
 from replog.cli.names import topic_name
 from replog.cli.numbers import PARTITION
-from replog.client import Admin, AdminError, TopicPartition
+from replog.client import AdminError, TopicPartition
 from replog.core.errors import ErrorCode
 
 
@@ -33,7 +33,7 @@ def _elect(args: argparse.Namespace) -> int:
     if not args.all_topic_partitions and (args.topic is None or args.partition is None):
         raise AdminError("--topic and --partition go together", ErrorCode.INVALID_REQUEST)
     partitions = None if args.all_topic_partitions else [TopicPartition(args.topic, args.partition)]
-    with Admin(bootstrap_address(args)) as admin:
+    with command_admin(args) as admin:
         results = admin.elect_leaders(args.election_type, partitions)
     kind = args.election_type.upper()
     elected = [tp for tp, r in results.items() if r.error_code is ErrorCode.NONE]

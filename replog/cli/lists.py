@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replog.cli.numbers import INT32_MAX, out_of_range
+from replog.cli.numbers import INT32_MAX, first_out_of_range
 from replog.client import AdminError
 from replog.core.errors import ErrorCode
 
@@ -16,7 +16,7 @@ def whole_numbers(given: str | None, option: str, what: str, example: str) -> li
         raise AdminError(f"{option} takes {what} separated by commas, such as {example}, not {given!r}",
                          ErrorCode.INVALID_REQUEST)
     numbers = [int(part) for part in parts]
-    problem = next(filter(None, (out_of_range(n, 0, INT32_MAX) for n in numbers)), None)
+    problem = first_out_of_range(numbers, 0, INT32_MAX)
     if problem:
         raise AdminError(f"{option}: {problem}", ErrorCode.INVALID_REQUEST)
     return numbers

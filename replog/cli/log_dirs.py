@@ -6,9 +6,9 @@ import argparse
 import json
 from typing import Any
 
-from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.bootstrap import add_cluster_arguments, command_admin
 from replog.cli.lists import whole_numbers
-from replog.client import Admin, AdminError, LogDirDescription
+from replog.client import AdminError, LogDirDescription
 from replog.core.errors import ErrorCode
 
 
@@ -32,7 +32,7 @@ def add_commands(commands: Any) -> None:
 def _describe(args: argparse.Namespace) -> int:
     brokers = whole_numbers(args.broker_list, "--broker-list", "broker ids", "1,2")
     topics = _names(args.topic_list)
-    with Admin(bootstrap_address(args)) as admin:
+    with command_admin(args) as admin:
         described = admin.describe_log_dirs(brokers, topics)
     if args.json:
         print(json.dumps(log_dirs_json(described), indent=2))

@@ -22,6 +22,11 @@ def out_of_range(value: int, low: int, high: int) -> str | None:
     return None
 
 
+def first_out_of_range(values, low: int, high: int) -> str | None:
+    """Why the first of `values` outside low..high is, or None when all are within."""
+    return next(filter(None, (out_of_range(value, low, high) for value in values)), None)
+
+
 def whole_number(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: a whole number from low to high; argparse names the option in its refusal."""
 

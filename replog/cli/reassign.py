@@ -12,9 +12,9 @@ import argparse
 import time
 from typing import Any
 
-from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.bootstrap import add_cluster_arguments, command_admin
 from replog.cli.names import topic_name
-from replog.cli.numbers import INT32_MAX, PARTITION, out_of_range
+from replog.cli.numbers import INT32_MAX, PARTITION, first_out_of_range
 from replog.client import Admin, AdminError, TopicPartition
 from replog.client.types import PartitionInfo
 from replog.core.errors import ErrorCode
@@ -43,7 +43,7 @@ def _broker_ids(text: str) -> list[int]:
         ids = [int(part) for part in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a list of broker ids such as 1,2,3") from None
-    problem = next(filter(None, (out_of_range(broker, 0, INT32_MAX) for broker in ids)), None)
+    problem = first_out_of_range(ids, 0, INT32_MAX)
     if problem:
         raise argparse.ArgumentTypeError(f"a broker id in {text!r}: {problem}")
     if len(set(ids)) != len(ids):
@@ -53,7 +53,7 @@ def _broker_ids(text: str) -> list[int]:
 
 def _reassign(args: argparse.Namespace) -> int:
     partition = TopicPartition(args.topic, args.partition)
-    with Admin(bootstrap_address(args)) as admin:
+    with command_admin(args) as admin:
         before = _partition(admin, partition)
         prior = admin.list_partition_reassignments([partition]).get(partition)
         admin.alter_partition_reassignments({partition: None if args.cancel else args.replicas})

@@ -7,9 +7,9 @@ import json
 import sys
 from typing import Any
 
-from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.bootstrap import add_cluster_arguments, command_admin
 from replog.cli.names import topic_name
-from replog.cli.numbers import COUNT, INT32_MAX, out_of_range
+from replog.cli.numbers import COUNT, INT32_MAX, first_out_of_range
 from replog.client import Admin, AdminError, NewTopic, TopicDescription
 from replog.client.errors import ServerUnsupportedError
 from replog.core.errors import ErrorCode
@@ -71,7 +71,7 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
             raise argparse.ArgumentTypeError(
                 f"{text!r} is not a replica assignment: write the broker ids of each partition's replicas "
                 "separated by colons, and the partitions separated by commas (e.g. 1:2,2:3,3:1)") from None
-        problem = next(filter(None, (out_of_range(broker, 0, INT32_MAX) for broker in ids)), None)
+        problem = first_out_of_range(ids, 0, INT32_MAX)
         if problem:
             raise argparse.ArgumentTypeError(f"a broker id in {text!r}: {problem}")
         if len(set(ids)) != len(ids):
@@ -100,7 +100,7 @@ def _create(args: argparse.Namespace) -> int:
         replica_assignment=args.replica_assignment,
         configs=dict(args.config),
     )
-    with Admin(bootstrap_address(args)) as admin:
+    with command_admin(args) as admin:
         try:
             admin.create_topics([topic])
         except AdminError as error:
@@ -113,7 +113,7 @@ def _create(args: argparse.Namespace) -> int:
 
 def _describe(args: argparse.Namespace) -> int:
     partitions_only = args.under_replicated_partitions or args.unavailable_partitions
-    with Admin(bootstrap_address(args)) as admin:
+    with command_admin(args) as admin:
         topics = admin.describe_topics([args.topic] if args.topic else None)
         configs, note = _configs(admin, [t.name for t in topics]) if args.json or not partitions_only else ({}, None)
     if note:
@@ -180,7 +180,7 @@ def _ids(ids: list[int] | tuple[int, ...]) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    with Admin(bootstrap_address(args)) as admin:
+    with command_admin(args) as admin:
         for name in admin.list_topics():
             print(name)
     return 0
@@ -191,7 +191,7 @@ DELETE_WAIT_MS = 30_000
 
 
 def _delete(args: argparse.Namespace) -> int:
-    with Admin(bootstrap_address(args)) as admin:
+    with command_admin(args) as admin:
         try:
             admin.delete_topics([args.topic], timeout_ms=DELETE_WAIT_MS)
         except AdminError as error:
@@ -204,7 +204,7 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _alter(args: argparse.Namespace) -> int:
-    with Admin(bootstrap_address(args)) as admin:
+    with command_admin(args) as admin:
         admin.create_partitions({args.topic: args.partitions})
     print(f"Topic {args.topic} now has {args.partitions} partitions.")
     return 0

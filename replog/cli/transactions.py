@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.bootstrap import add_cluster_arguments, command_admin
 from replog.cli.groups import columns
 from replog.cli.names import topic_name
 from replog.cli.numbers import BROKER_ID, INT32_MAX, OFFSET, PARTITION, PRODUCER_EPOCH, PRODUCER_ID, whole_number
@@ -110,7 +110,7 @@ def _finish(parser: argparse.ArgumentParser, handler: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    with Admin(bootstrap_address(args), retry_unreachable=False) as admin:
+    with command_admin(args) as admin:
         listed = admin.list_transactions()
     if args.json:
         print(json.dumps(list_report(listed), indent=2))
@@ -131,7 +131,7 @@ def list_report(listed: Sequence[TransactionListing]) -> dict:
 def _describe(args: argparse.Namespace) -> int:
     if not args.transactional_id.strip():
         raise ClientError("the transactional id must not be empty", ErrorCode.INVALID_REQUEST)
-    with Admin(bootstrap_address(args), retry_unreachable=False) as admin:
+    with command_admin(args) as admin:
         try:
             [description] = admin.describe_transactions([args.transactional_id])
         except ClientError as error:
@@ -179,7 +179,7 @@ def _find_hanging(args: argparse.Namespace) -> int:
         raise ClientError("--partition needs --topic")
     if args.topic is None and args.broker_id is None:
         raise ClientError("find-hanging needs --topic or --broker-id to say where to search")
-    with Admin(bootstrap_address(args), retry_unreachable=False) as admin:
+    with command_admin(args) as admin:
         tps = _partitions_to_search(admin, args.topic, args.partition, args.broker_id)
         found = find_hanging(admin, tps, now_ms=_now_ms(), max_transaction_timeout_ms=args.max_transaction_timeout
                              * 60_000)
@@ -266,7 +266,7 @@ def _abort(args: argparse.Namespace) -> int:
         raise ClientError(f"--producer-id, --producer-epoch and --coordinator-epoch go together: {', '.join(missing)} "
                           "missing")
     tp = TopicPartition(args.topic, args.partition)
-    with Admin(bootstrap_address(args), retry_unreachable=False) as admin:
+    with command_admin(args) as admin:
         producers = admin.describe_producers([tp])[tp]
         if args.start_offset is not None:
             producer = _producer_starting_at(tp, producers, args.start_offset)
@@ -321,7 +321,7 @@ def abort_report(spec: AbortTransactionSpec, start_offset: int) -> dict:
 
 def _producers(args: argparse.Namespace) -> int:
     tp = TopicPartition(args.topic, args.partition)
-    with Admin(bootstrap_address(args), retry_unreachable=False) as admin:
+    with command_admin(args) as admin:
         producers = admin.describe_producers([tp])[tp]
     report = producers_report(tp, producers)
     if args.json:
