@@ -29,13 +29,18 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
-from replog.client import PreparedTransaction, Producer
+from replog.client import PreparedTransaction, Producer, UnknownTopicError
 from replog.spark import exactly_once
+from replog.spark.offsets import no_such_topic
 from replog.spark.options import OptionError, SinkOptions
 
 log = logging.getLogger("replog.spark")
 
 FLUSH_TIMEOUT_S = 300.0
+# How long a task waits for a topic its rows name that the metadata does not know: a topic created just
+# before the write reaches the metadata service within this, and a missing one fails the task with its
+# name rather than after the producer's max_block_ms (60 s).
+TOPIC_LOOKUP_TIMEOUT_S = 5.0
 BYTES_OR_STRING = (BinaryType, StringType)
 
 
@@ -114,6 +119,7 @@ def send_rows(producer: Producer, options: SinkOptions, columns: Columns, batche
     """Send every row of the Arrow batches; returns the row count and the batch futures to wait for."""
     rows = 0
     pending = {}
+    known_topics: set[str] = set()
     for batch in batches:
         values = _bytes_of(batch, "value")
         rows += len(values)
@@ -127,15 +133,25 @@ def send_rows(producer: Producer, options: SinkOptions, columns: Columns, batche
         headers = batch.column("headers").to_pylist() if columns.headers else None
         for index, value in enumerate(values):
             topic = topics[index] if topics is not None else options.topic
-            if not topic:
-                raise OptionError(f"row {rows - len(values) + index} has a null or empty topic and no topic option "
-                                  "is set")
+            if topic not in known_topics:
+                _check_row_topic(producer, topic, rows - len(values) + index)
+                known_topics.add(topic)
             record = producer.send(
                 topic, value, key=keys[index] if keys is not None else None,
                 headers=[(h["key"], h["value"]) for h in headers[index] or ()] if headers is not None else None,
                 partition=partitions[index] if partitions is not None else None)
             pending.setdefault(id(record.batch_future), record.batch_future)
     return rows, list(pending.values())
+
+
+def _check_row_topic(producer: Producer, topic: str | None, row: int) -> None:
+    """Refuse a row whose topic column is empty or names a topic the cluster does not have."""
+    if not topic:
+        raise OptionError(f"row {row} has a null or empty topic and no topic option is set")
+    try:
+        producer.partitions_for(topic, TOPIC_LOOKUP_TIMEOUT_S)
+    except UnknownTopicError:
+        raise no_such_topic(topic, f"the topic column of row {row}") from None
 
 
 def _drain(batches: Iterator) -> None:

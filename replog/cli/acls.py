@@ -25,6 +25,7 @@ from replog.core.acl import (
     ResourcePattern,
     ResourceType,
     check_binding,
+    host_address,
 )
 from replog.dev import cluster as local
 from replog.zk import acls as store
@@ -168,7 +169,8 @@ def _acls(args: argparse.Namespace) -> list[Acl]:
     for principals, hosts, permission in ((args.allow_principal, args.allow_host, Permission.ALLOW),
                                           (args.deny_principal, args.deny_host, Permission.DENY)):
         for principal, host, operation in itertools.product(principals, hosts or [WILDCARD], operations):
-            acls.append(Acl(principal, host, operation, permission))
+            acls.append(Acl(principal, host if host == WILDCARD else host_address(host) or host, operation,
+                            permission))
     return acls
 
 

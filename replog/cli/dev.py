@@ -22,8 +22,8 @@ def add_commands(commands: Any) -> None:
     sub = parser.add_subparsers(dest="dev_command", metavar="ACTION", required=True)
 
     up = sub.add_parser("up", help="start a local cluster (or restart a stopped one)")
-    up.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
-    up.add_argument("--controllers", type=int, default=2, help="number of controllers (default 2)")
+    up.add_argument("--brokers", type=int, default=3, help="number of brokers, 1 to 100 (default 3)")
+    up.add_argument("--controllers", type=int, default=2, help="number of controllers, 1 to 100 (default 2)")
     _data_dir(up)
     up.add_argument("--zookeeper", metavar="HOST:PORT",
                     help="use this running ZooKeeper instead of starting one")

@@ -334,19 +334,21 @@ class Producer:
             return done
         return _AllDone(batches, len(rows)).future
 
-    def partitions_for(self, topic: str) -> list[int]:
-        """The topic's partition indexes (fetching its metadata if needed)."""
-        return list(range(len(self._topic(topic).partitions)))
+    def partitions_for(self, topic: str, timeout: float | None = None) -> list[int]:
+        """The topic's partition indexes, fetching its metadata if needed: waits up to `timeout` s
+        (max_block_ms by default) for a topic the metadata does not know, then raises UnknownTopicError."""
+        return list(range(len(self._topic(topic, timeout).partitions)))
 
-    def _topic(self, topic: str) -> _KnownTopic:
-        """The topic as the current metadata describes it; waits up to max_block_ms for an unknown one."""
+    def _topic(self, topic: str, timeout: float | None = None) -> _KnownTopic:
+        """The topic as the current metadata describes it; waits up to `timeout` s (max_block_ms by default)
+        for an unknown one."""
         metadata = self._metadata.current
         known = self._topics.get(topic)
         if known is not None and known.metadata is metadata:
             return known
         count = metadata.partition_count(topic)
         if count is None:
-            metadata = self._wait_for_topic(topic)
+            metadata = self._wait_for_topic(topic, self.config.max_block_ms / 1000 if timeout is None else timeout)
             count = metadata.partition_count(topic)
         partitions = known.partitions if known is not None and len(known.partitions) == count else [
             TopicPartition(topic, p) for p in range(count)
@@ -354,10 +356,9 @@ class Producer:
         known = self._topics[topic] = _KnownTopic(metadata, partitions, metadata.available_partitions(topic))
         return known
 
-    def _wait_for_topic(self, topic: str) -> ClusterMetadata:
+    def _wait_for_topic(self, topic: str, timeout_s: float) -> ClusterMetadata:
         if self._io.is_current:
             raise ClientError(f"send() from a callback needs the partitions of {topic!r} known already")
-        timeout_s = self.config.max_block_ms / 1000
         return self._io.run(self._metadata.wait_for_topic(topic, timeout_s), timeout_s + 5,
                             what=f"looking up topic {topic!r}")
 

@@ -42,6 +42,8 @@ __all__ = ["DEFAULT_DATA_DIR", "SIGNALS", "Cluster", "Member", "down", "find_dat
 
 KILL_WAIT_S_MAX = 10.0
 TERM_WAIT_S_MAX = 60.0
+# Brokers or controllers in one local cluster: each is a process of its own, with two ports.
+MEMBERS_MAX = 100
 
 SIGNALS = {"KILL": signal.SIGKILL, "TERM": signal.SIGTERM, "STOP": signal.SIGSTOP, "CONT": signal.SIGCONT}
 
@@ -65,8 +67,10 @@ def up(
     A cluster that had a Prometheus keeps it when started again."""
     data_dir = os.path.abspath(data_dir)
     check_config_keys(config)
-    if brokers < 1 or controllers < 1:
-        raise DevError("a cluster needs at least one broker and one controller.")
+    for kind, count in (("broker", brokers), ("controller", controllers)):
+        if not 1 <= count <= MEMBERS_MAX:
+            raise DevError(f"--{kind}s {count}: a local cluster has from 1 to {MEMBERS_MAX} {kind}s, each a process "
+                           "on this machine.")
     if zookeeper_address is not None:
         _check_zookeeper_address(zookeeper_address)
     if monitoring:

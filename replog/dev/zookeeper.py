@@ -26,7 +26,7 @@ maxClientCnxns=0
 minSessionTimeout=1000
 maxSessionTimeout=60000
 admin.enableServer=false
-4lw.commands.whitelist=ruok,srvr,stat,mntr
+4lw.commands.whitelist=srvr,stat,mntr
 """
 
 
@@ -58,13 +58,18 @@ def start(data_dir: str, host: str, port: int, log_path: str) -> int:
 
 
 def is_ready(host: str, port: int) -> bool:
-    """ZooKeeper answers the four-letter word `ruok` with `imok` once it serves."""
+    """ZooKeeper answers the four-letter word `srvr` with its version and mode once it serves, and with
+    "not currently serving requests" before. `srvr` is the one word ZooKeeper 3.5+ allows by default, so
+    an external ZooKeeper needs no 4lw.commands.whitelist of its own."""
     try:
         with socket.create_connection((host, port), timeout=1.0) as connection:
-            connection.sendall(b"ruok")
-            return connection.recv(16) == b"imok"
+            connection.sendall(b"srvr")
+            answer = b""
+            while len(answer) < 4096 and (chunk := connection.recv(4096)):
+                answer += chunk
     except OSError:
         return False
+    return answer.startswith(b"Zookeeper version:") and b"Mode:" in answer
 
 
 def wait_ready(host: str, port: int, *, timeout_s: float = READY_WAIT_S_MAX) -> bool:

@@ -328,6 +328,8 @@ def test_acls_add_refuses_a_pattern_type_that_only_selects(capsys, pattern_type)
     (["--allow-principal", "alice"], "alice"),
     (["--allow-principal", "User:alice", "--operation", "Scribble"], "'Scribble' is not an operation"),
     ([], "name who: --allow-principal or --deny-principal"),
+    (["--allow-principal", "User:alice", "--allow-host", "app.example.com"],
+     "host 'app.example.com' is not an IP address"),
 ])
 def test_acls_add_refuses_bad_acls_before_asking_zookeeper(capsys, flags, says):
     started = time.monotonic()

@@ -105,7 +105,14 @@ def test_idempotent_producers_need_write_on_some_topic_or_idempotent_write():
     (AclBinding(topic("t"), Acl("alice", "*", Operation.READ, ALLOW)), "is not Type:name"),
     (AclBinding(ResourcePattern(C, "other"), Acl("User:a", "*", Operation.ALTER, ALLOW)), "kafka-cluster"),
     (AclBinding(topic("*", PatternType.PREFIXED), Acl("User:a", "*", Operation.READ, ALLOW)), "cannot be"),
+    (AclBinding(topic("t"), Acl("User:a", "app.example.com", Operation.READ, ALLOW)), "is not an IP address"),
+    (AclBinding(topic("t"), Acl("User:a", "0:0:0:0:0:0:0:1", Operation.READ, ALLOW)), "is written ::1"),
 ])
 def test_acls_kafka_acls_refuses_are_refused_with_a_reason(binding, complaint):
     with pytest.raises(ValueError, match=complaint):
         check_binding(binding)
+
+
+@pytest.mark.parametrize("host", ["*", "10.0.0.1", "::1", "fe80::1"])
+def test_a_host_is_any_or_an_ip_address_as_a_request_gives_it(host):
+    check_binding(AclBinding(topic("t"), Acl("User:a", host, Operation.READ, ALLOW)))

@@ -17,6 +17,7 @@ from replog.client import (
     ProducerClosedError,
     RecordTooLargeError,
     TopicPartition,
+    UnknownTopicError,
 )
 from replog.core.errors import ErrorCode
 
@@ -131,6 +132,16 @@ def test_send_waits_up_to_max_block_ms_for_a_topic_being_created(admin, bootstra
         sent = pool.submit(lambda: producer.send("created-meanwhile", b"v").result(30))
         create(admin, "created-meanwhile")
         assert sent.result(60).offset == 0
+
+
+def test_partitions_for_a_missing_topic_gives_up_after_its_own_timeout(admin, bootstrap):
+    create(admin, "listed", partitions=3)
+    with Producer(bootstrap, max_block_ms=60_000) as producer:
+        assert producer.partitions_for("listed", 0) == [0, 1, 2]
+        started = time.monotonic()
+        with pytest.raises(UnknownTopicError, match="topic 'never-created' does not exist"):
+            producer.partitions_for("never-created", 0.5)
+        assert time.monotonic() - started < 5  # not max_block_ms
 
 
 def test_close_sends_what_is_queued_and_then_refuses_records(admin, bootstrap):

@@ -56,6 +56,8 @@ def test_a_directory_that_is_not_a_cluster_is_refused(tmp_path):
     (["--zookeeper", "nohost"], ["--zookeeper 'nohost' is not HOST:PORT"]),
     (["--zookeeper", "127.0.0.1:2181/chroot"], ["is not HOST:PORT", "numeric port"]),
     (["--config", "foo"], ["--config takes key=value, got 'foo'"]),
+    (["--brokers", "0"], ["--brokers 0: a local cluster has from 1 to 100 brokers"]),
+    (["--controllers", "99999999999999999999"], ["--controllers 99999999999999999999: a local cluster has from 1 to"]),
     (["--zookeeper", "127.0.0.1:1"], ["no ZooKeeper answers at 127.0.0.1:1", "nothing was created"]),
 ])
 def test_flags_that_cannot_make_a_cluster_are_refused_and_record_nothing(tmp_path, flags, fragments):

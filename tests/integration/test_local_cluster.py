@@ -3,12 +3,16 @@
 import json
 import os
 import re
+import socket
+import subprocess
 import urllib.request
 
 import grpc
 import pytest
+from kazoo.client import KazooClient
 
 from replog.api.metadata.v1 import metadata_pb2, metadata_pb2_grpc
+from replog.dev import zookeeper
 from replog.dev.processes import health_status, is_alive, scrape_metric
 from tests.integration.cluster import wait_for
 
@@ -110,6 +114,44 @@ def test_down_leaves_no_process_behind(new_cluster, kill):
     report = new_cluster.status()
     assert not report["zookeeper"]["alive"]
     assert not any(m["alive"] for kind in ("brokers", "controllers", "metadata") for m in report[kind])
+
+
+@pytest.fixture
+def plain_zookeeper(tmp_path):
+    """A ZooKeeper started as an operator would, with ZooKeeper's own defaults: of the four-letter words it
+    answers only `srvr`."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (tmp_path / "zk-data").mkdir()
+    config = tmp_path / "zoo.cfg"
+    config.write_text(f"tickTime=2000\ndataDir={tmp_path / 'zk-data'}\nclientPort={port}\n"
+                      "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n")
+    process = subprocess.Popen([zookeeper.check_installed(), "-cp", zookeeper.ZOOKEEPER_JAR, zookeeper.MAIN_CLASS,
+                                str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: zookeeper.is_ready("127.0.0.1", port), 30, "the operator's ZooKeeper to serve")
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+def test_up_on_an_operators_zookeeper_runs_there_and_down_leaves_it_running(new_cluster, plain_zookeeper):
+    new_cluster.up("--brokers", "1", "--controllers", "1", "--zookeeper", plain_zookeeper)
+    report = new_cluster.status()
+    assert report["zookeeper"] == {"address": plain_zookeeper, "pid": None, "alive": True}
+    assert all(m["alive"] for kind in ("brokers", "controllers", "metadata") for m in report[kind])
+    client = KazooClient(hosts=plain_zookeeper)
+    client.start(10)
+    try:
+        assert client.get_children("/brokers/ids") == ["1"]
+    finally:
+        client.stop()
+    new_cluster("dev", "down")
+    report = new_cluster.status()
+    assert not any(m["alive"] for kind in ("brokers", "controllers", "metadata") for m in report[kind])
+    assert report["zookeeper"]["alive"]  # the operator's, untouched
 
 
 def documented_metrics(section: str) -> list[str]:

@@ -206,6 +206,16 @@ def test_a_row_with_an_empty_topic_fails_its_write_at_once_naming_the_row(spark,
     assert time.monotonic() - started < 30  # not a producer waiting for a topic named ""
 
 
+def test_a_row_naming_a_missing_topic_fails_its_write_naming_the_topic_and_the_row(spark, bootstrap, orders):
+    rows = spark.createDataFrame([("orders", "x"), ("orders", "y"), ("no-such-topic", "z")],
+                                 "topic string, value string").coalesce(1)
+    started = time.monotonic()
+    with pytest.raises(Exception, match=r"topic 'no-such-topic' does not exist \(the topic column of row 2\); "
+                                        "create it first"):
+        rows.write.format("replog").option("bootstrap", bootstrap).mode("append").save()
+    assert time.monotonic() - started < 30  # the task's topic lookup, not the producer's 60 s max_block_ms
+
+
 def test_a_bad_write_is_refused_before_any_task_starts(spark, bootstrap):
     rows = spark.createDataFrame([("x",)], "payload string")
     with pytest.raises(Exception, match="writing to replog needs a value column"):
