@@ -11,6 +11,7 @@ from typing import Any, BinaryIO
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
 from replog.cli.names import topic_name
 from replog.cli.numbers import INT64_MAX, PARTITION, out_of_range
+from replog.cli.record_format import PLAIN, RecordFormat, record_format
 from replog.client import Admin, ClientError, Consumer, ConsumerRecord, OffsetOutOfRangeError, TopicPartition
 from replog.client.broker_requests import READ_COMMITTED, READ_UNCOMMITTED
 from replog.client.membership import subscription_of
@@ -32,6 +33,11 @@ def add_commands(commands: Any) -> None:
     parser.add_argument("--timeout-ms", type=int, help="exit when no record arrives for this long")
     parser.add_argument("--print-offsets", action="store_true",
                         help="print partition<TAB>offset<TAB>value instead of the value")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="kafka-console-consumer's formatter properties: print.timestamp, print.partition, "
+                        "print.offset, print.headers, print.key, print.value (true|false), key.separator (a tab), "
+                        "line.separator, headers.separator, headers.key.separator, null.literal; e.g. "
+                        "--property print.key=true")
     parser.add_argument("--group", help="read as a member of this consumer group: its members share the "
                         "partitions, and what was printed is committed as it goes")
     parser.add_argument("--include", metavar="REGEX", help="with --group: every topic whose whole name matches "
@@ -47,6 +53,7 @@ def add_commands(commands: Any) -> None:
 def start_offset(args: argparse.Namespace) -> int | str:
     """Where to start: an offset, "earliest" or "latest"; ClientError for flags that do not fit together."""
     _check_group_flags(args)
+    record_format(args.property, args.print_offsets)
     if args.offset is not None and args.partition is None:
         raise ClientError("--offset needs --partition")
     if args.offset is not None and args.from_beginning:
@@ -110,7 +117,8 @@ def _consume(args: argparse.Namespace) -> int:
             consumer.seek(tps[0], start)
         try:
             count, interrupted = consume_records(consumer, sys.stdout.buffer, max_messages=args.max_messages,
-                                                 timeout_ms=args.timeout_ms, print_offsets=args.print_offsets)
+                                                 timeout_ms=args.timeout_ms,
+                                                 shown=record_format(args.property, args.print_offsets))
         except OffsetOutOfRangeError as error:
             raise ClientError(_outside_the_log(consumer, error)) from None
     print(f"Processed a total of {count} messages", file=sys.stderr)
@@ -129,7 +137,8 @@ def _consume_in_group(args: argparse.Namespace, bootstrap: str) -> int:
                   isolation_level=args.isolation_level) as consumer:
         consumer.subscribe([args.topic] if args.topic is not None else args.include)
         count, interrupted = consume_records(consumer, sys.stdout.buffer, max_messages=args.max_messages,
-                                             timeout_ms=args.timeout_ms, print_offsets=args.print_offsets)
+                                             timeout_ms=args.timeout_ms,
+                                             shown=record_format(args.property, args.print_offsets))
     print(f"Processed a total of {count} messages", file=sys.stderr)
     if interrupted:
         raise KeyboardInterrupt
@@ -145,7 +154,7 @@ def _outside_the_log(consumer: Consumer, error: OffsetOutOfRangeError) -> str:
 
 
 def consume_records(consumer: Consumer, out: BinaryIO, *, max_messages: int | None, timeout_ms: int | None,
-                    print_offsets: bool) -> tuple[int, bool]:
+                    shown: RecordFormat = PLAIN) -> tuple[int, bool]:
     """Print records until max_messages, until none arrived for timeout_ms, or until Ctrl-C.
 
     Returns the count, and whether Ctrl-C ended it.
@@ -162,7 +171,7 @@ def consume_records(consumer: Consumer, out: BinaryIO, *, max_messages: int | No
                 last_record_at = time.monotonic()
                 if max_messages is not None and len(records) > max_messages - count:
                     records = _keep(consumer, records, max_messages - count)
-                out.write(b"".join(format_record(r, print_offsets) for r in records))
+                out.write(b"".join(map(shown.render, records)))
                 out.flush()
                 count += len(records)
             elif timeout_ms is not None and (time.monotonic() - last_record_at) * 1000 >= timeout_ms:
@@ -181,10 +190,3 @@ def _keep(consumer: Consumer, records: list[ConsumerRecord], count: int) -> list
     for tp, offset in first_left.items():
         consumer.seek(tp, offset)
     return records[:count]
-
-
-def format_record(record: ConsumerRecord, print_offsets: bool) -> bytes:
-    value = record.value if record.value is not None else b"null"
-    if print_offsets:
-        return b"%d\t%d\t%s\n" % (record.partition, record.offset, value)
-    return value + b"\n"

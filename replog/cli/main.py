@@ -14,6 +14,7 @@ from replog.cli import (
     consume,
     delete_records,
     dev,
+    dump_log,
     get_offsets,
     groups,
     k8s,
@@ -28,6 +29,7 @@ from replog.cli import (
 from replog.cli.bootstrap import user_message
 from replog.client.errors import ClientError
 from replog.rpc import allocator
+from replog.storage.dump import DumpError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     delete_records.add_commands(commands)
     get_offsets.add_commands(commands)
     log_dirs.add_commands(commands)
+    dump_log.add_commands(commands)
     produce.add_commands(commands)
     consume.add_commands(commands)
     groups.add_commands(commands)
@@ -61,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
-    except (*dev.USER_ERRORS, acls.AclsError, tokens.TokensError) as error:
+    except (*dev.USER_ERRORS, acls.AclsError, tokens.TokensError, DumpError) as error:
         print(f"replog: {error}", file=sys.stderr)
         return 1
     except ClientError as error:

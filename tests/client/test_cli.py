@@ -14,10 +14,12 @@ import pytest
 from replog.cli import bench, consume, groups, transactions
 from replog.cli.bootstrap import bootstrap_address
 from replog.cli.main import build_parser, main
+from replog.cli.record_format import record_format
 from replog.cli.topics import describe_report, describe_text, parse_replica_assignment
 from replog.client import (
     AbortTransactionSpec,
     ClientError,
+    ConsumerRecord,
     GroupDescription,
     MemberDescription,
     OffsetAndMetadata,
@@ -230,6 +232,11 @@ def test_describe_text_is_kafkas_layout():
     (["--partition", "0", "--offset", "x"], "--offset takes an offset"),
     (["--partition", "0", "--offset", "1", "--from-beginning"], "not both"),
     (["--max-messages", "0"], "at least 1"),
+    (["--property", "print.key"], "--property takes KEY=VALUE, got 'print.key'"),
+    (["--property", "print.key=yes"], "--property print.key is true or false, not 'yes'"),
+    (["--property", "print.color=true"], "--property 'print.color' is not one replog reads; those are: print."),
+    (["--property", "print.value=false"], "nothing of a record would be printed"),
+    (["--print-offsets", "--property", "print.key=true"], "give --print-offsets or --property, not both"),
 ])
 def test_consume_flags_that_do_not_fit_are_one_sentence(capsys, flags, message):
     code, _out, err = run(capsys, "consume", "t", *flags, "--bootstrap", NOWHERE)
@@ -248,6 +255,26 @@ def test_consume_flags_that_do_not_fit_are_one_sentence(capsys, flags, message):
 def test_consume_group_flags_that_do_not_fit_are_one_sentence(capsys, argv, message):
     code, _out, err = run(capsys, "consume", *argv, "--bootstrap", NOWHERE)
     assert code == 1 and message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_records_print_as_kafka_console_consumers_properties_ask():
+    record = ConsumerRecord("t", 3, 42, 1_700_000_000_000, b"k", b"v", (("h1", b"a"), ("h2", None)), 0)
+    plain = ConsumerRecord("t", 3, 43, 1_700_000_000_001, None, None, (), 0)
+
+    def shown(*properties, print_offsets=False):
+        chosen = record_format(list(properties), print_offsets)
+        return chosen.render(record) + chosen.render(plain)
+
+    assert shown() == b"v\nnull\n"
+    assert shown(print_offsets=True) == b"3\t42\tv\n3\t43\tnull\n"
+    assert shown("print.key=true") == b"k\tv\nnull\tnull\n"
+    assert shown("print.timestamp=true", "print.partition=true", "print.offset=true", "print.headers=true",
+                 "print.key=true", "key.separator=\\t|", "null.literal=-") == (
+        b"CreateTime:1700000000000\t|Partition:3\t|Offset:42\t|h1:a,h2:-\t|k\t|v\n"
+        b"CreateTime:1700000000001\t|Partition:3\t|Offset:43\t|NO_HEADERS\t|-\t|-\n")
+    assert shown("print.value=false", "print.key=true", "line.separator=;") == b"k;null;"
+    assert shown("print.headers=true", "print.value=false", "headers.separator=|", "headers.key.separator==") == (
+        b"h1=a|h2=null\nNO_HEADERS\n")
 
 
 def test_start_offset_reads_flags():

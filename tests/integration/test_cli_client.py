@@ -1,5 +1,6 @@
 """The client commands against a real local cluster: topics, produce, consume, bench."""
 
+import glob
 import json
 import os
 import signal
@@ -81,6 +82,25 @@ def test_produced_lines_come_back_from_consume(replog):
     assert "Processed a total of 200 messages" in consumed.stderr
 
 
+def test_dump_log_reads_each_replica_as_its_broker_wrote_it(replog, cluster):
+    replog("topics", "create", "cli-dump", "--partitions", "1", "--replication-factor", "3")
+    lines = [f"dump {i}" for i in range(50)]
+    replog("produce", "cli-dump", "--acks", "all", stdin="\n".join(lines) + "\n")
+    for broker in cluster.status()["brokers"]:  # acks=all: every replica of the full ISR has appended them
+        directory = os.path.join(broker["data_dir"], "cli-dump-0")
+        printed = replog("dump-log", directory, "--print-data-log", "--index-sanity-check", "--json").stdout
+        dumped = [json.loads(line) for line in printed.splitlines()]
+        assert [entry["value"] for entry in dumped if entry["kind"] == "record"] == lines, broker["id"]
+        assert not [entry for entry in dumped if entry["kind"] == "problem"]
+
+    replog("consume", "cli-dump", "--group", "dump-g", "--from-beginning", "--max-messages", "50")
+    directories = glob.glob(os.path.join(cluster.status()["brokers"][0]["data_dir"], "__consumer_offsets-*"))
+    printed = replog("dump-log", *directories, "--offsets-decoder", "--json").stdout
+    commits = [entry["decoded"] for line in printed.splitlines() if (entry := json.loads(line))["kind"] == "record"
+               and entry["decoded"]["type"] == "OFFSET_COMMIT" and entry["decoded"]["group_id"] == "dump-g"]
+    assert commits and commits[-1]["topic"] == "cli-dump" and commits[-1]["value"]["offset"] == 50
+
+
 def test_produce_takes_each_line_without_its_ending_as_one_record(replog):
     replog("topics", "create", "cli-endings", "--partitions", "1", "--replication-factor", "1")
     out = replog("produce", "cli-endings", "--report-offsets", stdin=b"alpha\nbeta\r\n\ngamma").stdout
@@ -101,6 +121,9 @@ def test_consume_from_a_partition_and_offset_with_keys(replog):
     replog("produce", "cli-keys", "--key-separator", "=", "--acks", "1", stdin="a=1\nb=2\nc=3\n")
     out = replog("consume", "cli-keys", "--partition", "0", "--offset", "1", "--timeout-ms", "2000").stdout
     assert out == "2\n3\n"
+    out = replog("consume", "cli-keys", "--from-beginning", "--max-messages", "3", "--property", "print.key=true",
+                 "--property", "print.offset=true", "--property", "key.separator==").stdout
+    assert out == "Offset:0=a=1\nOffset:1=b=2\nOffset:2=c=3\n"
     latest = replog("consume", "cli-keys", "--timeout-ms", "200")
     assert latest.stdout == "" and "Processed a total of 0 messages" in latest.stderr, "nothing new: a quiet exit"
 
