@@ -8,6 +8,7 @@ change notifications. Without --authorizer-properties it uses the local cluster'
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import logging
 import socket
@@ -24,8 +25,8 @@ from replog.core.acl import (
     Permission,
     ResourcePattern,
     ResourceType,
+    canonical_host,
     check_binding,
-    host_address,
 )
 from replog.dev import cluster as local
 from replog.zk import acls as store
@@ -169,8 +170,7 @@ def _acls(args: argparse.Namespace) -> list[Acl]:
     for principals, hosts, permission in ((args.allow_principal, args.allow_host, Permission.ALLOW),
                                           (args.deny_principal, args.deny_host, Permission.DENY)):
         for principal, host, operation in itertools.product(principals, hosts or [WILDCARD], operations):
-            acls.append(Acl(principal, host if host == WILDCARD else host_address(host) or host, operation,
-                            permission))
+            acls.append(Acl(principal, host, operation, permission))
     return acls
 
 
@@ -186,6 +186,8 @@ def _checked_acls(args: argparse.Namespace, patterns: list[ResourcePattern]) -> 
     if args.acls_command == "add":
         if not acls:
             raise AclsError("name who: --allow-principal or --deny-principal")
+        # An ACL is stored with its host as requests give theirs; `remove` takes hosts as they were stored.
+        acls = [dataclasses.replace(acl, host=canonical_host(acl.host)) for acl in acls]
         for pattern in patterns:
             for acl in acls:
                 check_binding(AclBinding(pattern, acl))

@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
 from replog.cli.names import topic_name
 from replog.cli.numbers import INT64_MAX, PARTITION, out_of_range
-from replog.cli.record_format import PLAIN, RecordFormat, record_format
+from replog.cli.record_format import RecordFormat, record_format
 from replog.client import Admin, ClientError, Consumer, ConsumerRecord, OffsetOutOfRangeError, TopicPartition
 from replog.client.broker_requests import READ_COMMITTED, READ_UNCOMMITTED
 from replog.client.membership import subscription_of
@@ -53,7 +53,6 @@ def add_commands(commands: Any) -> None:
 def start_offset(args: argparse.Namespace) -> int | str:
     """Where to start: an offset, "earliest" or "latest"; ClientError for flags that do not fit together."""
     _check_group_flags(args)
-    record_format(args.property, args.print_offsets)
     if args.offset is not None and args.partition is None:
         raise ClientError("--offset needs --partition")
     if args.offset is not None and args.from_beginning:
@@ -97,9 +96,10 @@ def _check_group_flags(args: argparse.Namespace) -> None:
 
 def _consume(args: argparse.Namespace) -> int:
     start = start_offset(args)
+    shown = record_format(args.property, args.print_offsets)
     bootstrap = bootstrap_address(args)
     if args.group is not None:
-        return _consume_in_group(args, bootstrap)
+        return _consume_in_group(args, bootstrap, shown)
     with Admin(bootstrap) as admin:
         [topic] = admin.describe_topics([args.topic])
     partitions = [p.partition for p in topic.partitions]
@@ -117,8 +117,7 @@ def _consume(args: argparse.Namespace) -> int:
             consumer.seek(tps[0], start)
         try:
             count, interrupted = consume_records(consumer, sys.stdout.buffer, max_messages=args.max_messages,
-                                                 timeout_ms=args.timeout_ms,
-                                                 shown=record_format(args.property, args.print_offsets))
+                                                 timeout_ms=args.timeout_ms, shown=shown)
         except OffsetOutOfRangeError as error:
             raise ClientError(_outside_the_log(consumer, error)) from None
     print(f"Processed a total of {count} messages", file=sys.stderr)
@@ -127,7 +126,7 @@ def _consume(args: argparse.Namespace) -> int:
     return 0
 
 
-def _consume_in_group(args: argparse.Namespace, bootstrap: str) -> int:
+def _consume_in_group(args: argparse.Namespace, bootstrap: str, shown: RecordFormat) -> int:
     """Join the group and print what it assigns; the consumer commits as it goes and when it stops."""
     if args.topic is not None:
         with Admin(bootstrap) as admin:
@@ -137,8 +136,7 @@ def _consume_in_group(args: argparse.Namespace, bootstrap: str) -> int:
                   isolation_level=args.isolation_level) as consumer:
         consumer.subscribe([args.topic] if args.topic is not None else args.include)
         count, interrupted = consume_records(consumer, sys.stdout.buffer, max_messages=args.max_messages,
-                                             timeout_ms=args.timeout_ms,
-                                             shown=record_format(args.property, args.print_offsets))
+                                             timeout_ms=args.timeout_ms, shown=shown)
     print(f"Processed a total of {count} messages", file=sys.stderr)
     if interrupted:
         raise KeyboardInterrupt
@@ -154,7 +152,7 @@ def _outside_the_log(consumer: Consumer, error: OffsetOutOfRangeError) -> str:
 
 
 def consume_records(consumer: Consumer, out: BinaryIO, *, max_messages: int | None, timeout_ms: int | None,
-                    shown: RecordFormat = PLAIN) -> tuple[int, bool]:
+                    shown: RecordFormat) -> tuple[int, bool]:
     """Print records until max_messages, until none arrived for timeout_ms, or until Ctrl-C.
 
     Returns the count, and whether Ctrl-C ended it.

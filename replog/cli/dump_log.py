@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from replog.storage.dump import SUFFIXES, DumpError, check_file, dump
 from replog.storage.files import parse_segment_name
 
 RECORD_KINDS = ("record", "marker")
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def add_commands(commands: Any) -> None:
@@ -52,14 +55,23 @@ def _dump(args: argparse.Namespace) -> int:
     for path in files:
         if not args.json:
             print(f"Dumping {path}")
-        for entry in dump(path, records=args.deep_iteration, payloads=args.print_data_log, decoder=args.decoder,
-                          check_index=args.index_sanity_check):
+        for entry in _entries(path, args):
             problems += entry["kind"] == "problem"
             print(json.dumps({"file": str(path), **entry}) if args.json else _line(entry))
     if problems:
         print(f"replog: {problems} {'problem' if problems == 1 else 'problems'} found", file=sys.stderr)
         return 1
     return 0
+
+
+def _entries(path: Path, args: argparse.Namespace) -> Iterator[dict]:
+    """The file's entries; a file that went or cannot be read (one of a directory's, on a running broker) is a
+    problem of its own, and the others are read."""
+    try:
+        yield from dump(path, records=args.deep_iteration, payloads=args.print_data_log, decoder=args.decoder,
+                        check_index=args.index_sanity_check)
+    except DumpError as error:
+        yield {"kind": "problem", "at": path.name, "problem": str(error)}
 
 
 def _files(paths: list[Path]) -> list[Path]:
@@ -72,8 +84,12 @@ def _files(paths: list[Path]) -> list[Path]:
             check_file(path)
             files.append(path)
             continue
-        found = [(parsed, entry) for entry in path.iterdir()
-                 if (parsed := parse_segment_name(entry.name)) is not None and parsed[1] in SUFFIXES]
+        try:
+            found = [(parsed, entry) for entry in path.iterdir()
+                     if (parsed := parse_segment_name(entry.name)) is not None and parsed[1] in SUFFIXES
+                     and entry.is_file()]
+        except OSError as error:
+            raise DumpError(f"cannot list {path}: {error.strerror}") from None
         if not found:
             raise DumpError(f"{path} holds no partition files ({', '.join(SUFFIXES)})")
         files += [entry for _, entry in sorted(found, key=lambda item: (item[0][0], SUFFIXES.index(item[0][1])))]
@@ -89,8 +105,10 @@ def _line(entry: dict) -> str:
 
 
 def _value(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, list | dict):
+    """A field as text on one line: JSON's spelling for null, booleans, lists and objects, and a string's
+    control characters escaped, so that no value can start a line of its own."""
+    if value is None or isinstance(value, bool | list | dict):
         return json.dumps(value)
+    if isinstance(value, str):
+        return CONTROL_CHARACTERS.sub(lambda found: json.dumps(found.group())[1:-1], value)
     return str(value)

@@ -57,7 +57,6 @@ class RecordFormat:
         return self.null_literal if data is None else data
 
 
-PLAIN = RecordFormat()
 PARTITION_OFFSET_VALUE = RecordFormat(partition=True, offset=True, labels=False)  # `--print-offsets`
 
 

@@ -192,13 +192,16 @@ def may_on_some(snapshot: AclSnapshot, rules: AuthorizerRules, principal: str, h
         for pattern, entries in snapshot.acls.items() for acl in entries)
 
 
-def host_address(text: str) -> str | None:
-    """An IP address in the form a request's peer is written in ("10.0.0.1", "::1"), or None for what is
-    not one."""
+def canonical_host(text: str) -> str:
+    """An ACL's host as requests give theirs: '*', or the IP address in its canonical form ("::1" for
+    "0:0:0:0:0:0:0:1"); ValueError with one sentence for anything else, which would never match."""
+    if text == WILDCARD:
+        return text
     try:
         return str(ipaddress.ip_address(text))
     except ValueError:
-        return None
+        raise ValueError(f"host {text!r} is not an IP address: an ACL's host is matched against the address a "
+                         "request comes from, so give that address, or '*' for any") from None
 
 
 def check_binding(binding: AclBinding) -> None:
@@ -210,11 +213,9 @@ def check_binding(binding: AclBinding) -> None:
                          f"(those are: {allowed})")
     if ":" not in acl.principal or not acl.principal.split(":", 1)[1]:
         raise ValueError(f"principal {acl.principal!r} is not Type:name, e.g. User:alice")
-    if acl.host != WILDCARD and host_address(acl.host) is None:
-        raise ValueError(f"host {acl.host!r} is not an IP address: an ACL's host is matched against the address a "
-                         "request comes from, so give that address, or '*' for any")
-    if acl.host != WILDCARD and host_address(acl.host) != acl.host:
-        raise ValueError(f"host {acl.host!r} is written {host_address(acl.host)} where requests come from; give it so")
+    canonical = canonical_host(acl.host)
+    if canonical != acl.host:
+        raise ValueError(f"host {acl.host!r} is written {canonical} where requests come from; give it so")
     if pattern.resource_type is ResourceType.CLUSTER and pattern.name != CLUSTER_NAME:
         raise ValueError(f"the cluster resource is named {CLUSTER_NAME}")
     if not pattern.name:

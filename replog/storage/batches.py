@@ -26,7 +26,7 @@ HEADER_CHUNK_BYTES = 4 * 1024
 # Size limits are checked on the way in; stored batches are bounded only by the format.
 ANY_SIZE = INT32_MAX + LOG_OVERHEAD
 
-_PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
+BATCH_PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
 
 
 class SegmentCorruptError(Exception):
@@ -84,16 +84,14 @@ def scan_valid_batches(fd: int, size_bytes: int, base_offset: int) -> Iterator[t
         view = _read_chunk(fd, pos, size_bytes)
         offset = 0
         while offset + LOG_OVERHEAD <= len(view):
-            _, batch_length = _PREFIX.unpack_from(view, offset)
+            _, batch_length = BATCH_PREFIX.unpack_from(view, offset)
             batch_end = offset + LOG_OVERHEAD + batch_length
             if batch_length < BATCH_LENGTH_MIN or pos + batch_end > size_bytes:
                 return
             if batch_end > len(view):
                 break
             header = check_batch(view[:batch_end], offset, ANY_SIZE, walk=False)
-            if isinstance(header, Problem) or header.base_offset < next_offset:
-                return
-            if header.last_offset - base_offset > INT32_MAX:
+            if isinstance(header, Problem) or misplaced(header, next_offset, base_offset):
                 return
             yield pos + offset, header
             next_offset = header.next_offset
@@ -101,10 +99,22 @@ def scan_valid_batches(fd: int, size_bytes: int, base_offset: int) -> Iterator[t
         pos += offset
 
 
+def misplaced(header: BatchHeader, next_offset: int, base_offset: int) -> str | None:
+    """Why a sound batch cannot stand where it is in the segment of `base_offset`, after batches that end
+    before `next_offset` (the base offset for the first); None when it can. Recovery cuts a segment there."""
+    if header.base_offset < next_offset:
+        below = "the segment's base offset" if next_offset == base_offset else "the end of the batch before it"
+        return f"the batch starts at offset {header.base_offset}, below {next_offset}, {below}"
+    if header.last_offset - base_offset > INT32_MAX:
+        return (f"the batch ends at offset {header.last_offset}, more than {INT32_MAX} past the segment's base "
+                f"offset {base_offset}, which its index cannot hold")
+    return None
+
+
 def _read_chunk(fd: int, pos: int, size_bytes: int) -> memoryview:
     """A chunk from `pos` that holds at least the whole batch there, when the file does."""
     chunk = os.pread(fd, min(SCAN_CHUNK_BYTES, size_bytes - pos), pos)
-    _, batch_length = _PREFIX.unpack_from(chunk, 0)
+    _, batch_length = BATCH_PREFIX.unpack_from(chunk, 0)
     batch_size = LOG_OVERHEAD + batch_length
     if len(chunk) < batch_size <= size_bytes - pos:
         chunk = os.pread(fd, batch_size, pos)

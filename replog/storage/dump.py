@@ -8,40 +8,42 @@ Each reader yields one dict per entry it finds, `{"kind": ..., ...}`:
     .txnindex   an "aborted" transaction per entry
     .snapshot   a "producer" per producer of the snapshot
 
-and a "problem" for what is not sound: a batch that does not check out (its CRC, its header, bytes that
-end mid-batch), offsets that go back, an index entry that points at no batch of its segment. Reading stops
-at the first unsound batch, where recovery would cut the segment. Nothing is written: a file is read as it
-is, even one a broker has open.
+and a "problem" for what is not sound, by the rules the broker reads its files with: a batch that does
+not check out (its CRC, its header, bytes that end mid-batch) or cannot stand where it is (offsets that go
+back, beyond what the index can hold), index entries out of order or pointing at no batch of their
+segment, a .txnindex entry the broker would not trust, a snapshot it would not load. A segment is read up
+to where recovery would cut it. Nothing is written: a file is read as it is, even one a broker has open,
+whose newest segment may then end in a batch being written.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 import os
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from replog.core.group import records as group_records
+from replog.core.producer_state import last_sequence
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn import records as txn_records
+from replog.core.txn.aborted import AbortedTxn
 from replog.core.txn.markers import ControlType
 from replog.protocol import CorruptBatchError, decode_body
 from replog.protocol.checks import Problem, check_batch
 from replog.protocol.control import control_type_id, decode_marker_value
 from replog.protocol.header import BatchHeader
-from replog.protocol.layout import BATCH_LENGTH_OFFSET, LOG_OVERHEAD, NO_SEQUENCE
-from replog.storage.batches import ANY_SIZE
+from replog.protocol.layout import BATCH_LENGTH_MIN, LOG_OVERHEAD, NO_SEQUENCE
+from replog.storage.batches import ANY_SIZE, BATCH_PREFIX, misplaced
 from replog.storage.files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_name
-from replog.storage.index import OffsetIndex, TimeIndex
-from replog.storage.producer_snapshots import SNAPSHOT_SUFFIX
+from replog.storage.index import OffsetIndex, TimeIndex, entries_follow
+from replog.storage.producer_snapshots import SNAPSHOT_SUFFIX, parse_snapshot
 from replog.storage.txn_index import ENTRY as TXN_ENTRY
-from replog.storage.txn_index import TXN_INDEX_SUFFIX
+from replog.storage.txn_index import TXN_INDEX_SUFFIX, entry_problem
 
-_LENGTH = struct.Struct(">i")
 SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, SNAPSHOT_SUFFIX)
 MARKERS = (ControlType.ABORT, ControlType.COMMIT)
 
@@ -58,11 +60,9 @@ def dump(path: Path, *, records: bool = False, payloads: bool = False, decoder: 
     the segment beside it."""
     base_offset, suffix = check_file(path)
     if suffix == LOG_SUFFIX:
-        yield from _segment(path, records or payloads or decoder is not None, payloads, decoder)
-    elif suffix == INDEX_SUFFIX:
-        yield from _offset_index(path, base_offset, check_index)
-    elif suffix == TIME_INDEX_SUFFIX:
-        yield from _time_index(path, base_offset, check_index)
+        yield from _segment(path, base_offset, records or payloads or decoder is not None, payloads, decoder)
+    elif suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        yield from _sparse_index(path, base_offset, check_index, time_index=suffix == TIME_INDEX_SUFFIX)
     elif suffix == TXN_INDEX_SUFFIX:
         yield from _txn_index(path, base_offset)
     else:
@@ -98,10 +98,10 @@ class SegmentBatch:
     data: bytes
 
 
-def segment_batches(path: Path) -> Iterator[SegmentBatch | dict]:
-    """Each sound batch of a segment file in order, then a problem where the file stops being sound, if it
-    does. The file is read a batch at a time: a segment may be a gigabyte, and a running broker's may grow
-    or be truncated meanwhile."""
+def segment_batches(path: Path, base_offset: int) -> Iterator[SegmentBatch | dict]:
+    """Each sound batch of the segment of `base_offset` in order, then a problem where recovery would cut the
+    file, if it would. The file is read a batch at a time: a segment may be a gigabyte, and a running
+    broker's may grow or be truncated meanwhile."""
     try:
         handle = open(path, "rb")
     except OSError as error:
@@ -109,38 +109,48 @@ def segment_batches(path: Path) -> Iterator[SegmentBatch | dict]:
     with handle:
         size = os.fstat(handle.fileno()).st_size
         position = 0
-        next_offset = None
+        next_offset = base_offset
         while position < size:
             prefix = os.pread(handle.fileno(), LOG_OVERHEAD, position)
             if len(prefix) < LOG_OVERHEAD:
-                yield _problem(f"byte {position}", f"the last {len(prefix)} bytes are not a whole batch")
+                yield _cut(position, size, f"the last {len(prefix)} bytes are not a whole batch")
                 return
-            length = _LENGTH.unpack_from(prefix, BATCH_LENGTH_OFFSET)[0]
+            _, length = BATCH_PREFIX.unpack(prefix)
+            if length < BATCH_LENGTH_MIN:
+                yield _cut(position, size, f"a batch length of {length} is below {BATCH_LENGTH_MIN}, what a batch's "
+                                           "header takes")
+                return
             if position + LOG_OVERHEAD + length > size:
-                yield _problem(f"byte {position}", f"a batch of {LOG_OVERHEAD + length} bytes is said to start here, "
-                                                   f"but {size - position} bytes remain: a torn write")
+                yield _cut(position, size, f"a batch of {LOG_OVERHEAD + length} bytes starts here, but "
+                                           f"{size - position} bytes remain: a torn write")
                 return
-            data = os.pread(handle.fileno(), LOG_OVERHEAD + max(length, 0), position)
+            data = os.pread(handle.fileno(), LOG_OVERHEAD + length, position)
             checked = check_batch(memoryview(data), 0, ANY_SIZE, walk=True)
             if isinstance(checked, Problem):
-                yield _problem(f"byte {position}", f"{_placed(checked.reason, position)}; the {size - position} "
-                                                   "bytes from here are not read (recovery cuts a segment there)")
+                yield _cut(position, size, _placed(checked.reason, position))
                 return
-            if next_offset is not None and checked.base_offset < next_offset:
-                yield _problem(f"byte {position}", f"the batch starts at offset {checked.base_offset}, before the "
-                                                   f"previous batch's end {next_offset}")
+            out_of_place = misplaced(checked, next_offset, base_offset)
+            if out_of_place:
+                yield _cut(position, size, out_of_place)
+                return
             yield SegmentBatch(position, checked, data)
             next_offset = checked.next_offset
             position += checked.size
 
 
+def _cut(position: int, size: int, reason: str) -> dict:
+    return _problem(f"byte {position}", f"{reason}; the {size - position} bytes from here are not read "
+                                        "(recovery cuts the segment there)")
+
+
 def _placed(reason: str, position: int) -> str:
-    """A checker's sentence about a batch read on its own (at byte 0) about the batch where it is in the file."""
-    return reason.replace("at byte 0", f"at byte {position}")
+    """A checker's sentence about a batch read on its own, where it starts at byte 0, about the batch where it
+    is in the file."""
+    return reason.replace("batch at byte 0 ", f"batch at byte {position} ")
 
 
-def _segment(path: Path, records: bool, payloads: bool, decoder: str | None) -> Iterator[dict]:
-    for found in segment_batches(path):
+def _segment(path: Path, base_offset: int, records: bool, payloads: bool, decoder: str | None) -> Iterator[dict]:
+    for found in segment_batches(path, base_offset):
         if isinstance(found, dict):
             yield found
             continue
@@ -159,7 +169,7 @@ def _batch(batch: SegmentBatch) -> dict:
         "producer_id": header.producer_id, "producer_epoch": header.producer_epoch,
         "base_sequence": header.base_sequence,
         "last_sequence": NO_SEQUENCE if header.base_sequence == NO_SEQUENCE
-        else header.base_sequence + header.last_offset_delta,
+        else last_sequence(header.base_sequence, header.last_offset_delta + 1),
         "transactional": header.is_transactional, "control": header.is_control,
         "compression": header.compression.name.lower(), "crc": f"0x{header.crc:08x}",
     }
@@ -179,7 +189,7 @@ def _records(batch: SegmentBatch, payloads: bool, decoder: str | None) -> Iterat
         entry = {
             "kind": "record", "offset": record.offset, "timestamp": record.timestamp,
             "sequence": NO_SEQUENCE if header.base_sequence == NO_SEQUENCE
-            else header.base_sequence + record.offset - header.base_offset,
+            else last_sequence(header.base_sequence, record.offset - header.base_offset + 1),
             "key_size": _size(record.key), "value_size": _size(record.value),
             "header_keys": [name for name, _ in record.headers],
         }
@@ -255,87 +265,95 @@ def _entries(path: Path, layout: struct.Struct) -> tuple[list[tuple], dict | Non
     return list(layout.iter_unpack(data[:whole])), torn
 
 
-def _segment_beside(path: Path) -> list[SegmentBatch] | None:
+def _batches_beside(path: Path, check: bool) -> tuple[dict[int, BatchHeader] | None, dict | None]:
+    """The headers of the sound batches of the segment beside an index, by position, when `check` asks for
+    them; else, or when there is no segment to read, None and what stood in the way."""
+    if not check:
+        return None, None
     beside = path.with_suffix(LOG_SUFFIX)
     if not beside.is_file():
+        return None, _problem(path.name, f"no {beside.name} beside it to check it against")
+    try:
+        return {batch.position: batch.header for batch in segment_batches(beside, check_file(beside)[0])
+                if isinstance(batch, SegmentBatch)}, None
+    except DumpError as error:
+        return None, _problem(path.name, f"it cannot be checked: {error}")
+
+
+def _sparse_index(path: Path, base_offset: int, check: bool, *, time_index: bool) -> Iterator[dict]:
+    """An .index or a .timeindex: its entries, each followed by what is wrong with it."""
+    headers, unchecked = _batches_beside(path, check)
+    entries, torn = _entries(path, TimeIndex.ENTRY if time_index else OffsetIndex.ENTRY)
+    judge = _time_entry_problem(headers) if time_index else _offset_entry_problem(headers)
+    for number, (key, value) in enumerate(entries):
+        if time_index:
+            entry = {"kind": "timeindex", "timestamp": key, "offset": base_offset + value}
+        else:
+            entry = {"kind": "index", "offset": base_offset + key, "position": value}
+        yield entry
+        if number and not entries_follow(entries[number - 1], (key, value)):
+            yield _problem(f"entry {number}", f"its {'timestamp' if time_index else 'offset'} is not above the "
+                                              f"previous entry's or its {'offset' if time_index else 'position'} "
+                                              "is below it")
+        problem = judge(entry) if headers is not None else None
+        if problem:
+            yield _problem(f"entry {number}", problem)
+    yield from filter(None, (torn, unchecked))
+
+
+def _offset_entry_problem(headers: dict[int, BatchHeader] | None) -> Callable[[dict], str | None]:
+    def judge(entry: dict) -> str | None:
+        header = headers.get(entry["position"])
+        if header is None:
+            return f"no batch of the segment starts at byte {entry['position']}"
+        if header.last_offset != entry["offset"]:
+            return f"the batch at byte {entry['position']} ends at offset {header.last_offset}, not {entry['offset']}"
         return None
-    return [found for found in segment_batches(beside) if not isinstance(found, dict)]
+
+    return judge
 
 
-def _offset_index(path: Path, base_offset: int, check: bool) -> Iterator[dict]:
-    entries, torn = _entries(path, OffsetIndex.ENTRY)
-    batches = _segment_beside(path) if check else None
-    if check and batches is None:
-        yield _problem(path.name, f"no {path.with_suffix(LOG_SUFFIX).name} beside it to check it against")
-    at = {batch.position: batch.header for batch in batches or ()}
-    previous = None
-    for number, (relative, position) in enumerate(entries):
-        yield {"kind": "index", "offset": base_offset + relative, "position": position}
-        if previous is not None and (relative <= previous[0] or position <= previous[1]):
-            yield _problem(f"entry {number}", "its offset and position do not both follow the previous entry's")
-        previous = relative, position
-        if batches is not None:
-            header = at.get(position)
-            if header is None:
-                yield _problem(f"entry {number}", f"no batch of the segment starts at byte {position}")
-            elif header.last_offset != base_offset + relative:
-                yield _problem(f"entry {number}", f"the batch at byte {position} ends at offset "
-                                                  f"{header.last_offset}, not {base_offset + relative}")
-    if torn:
-        yield torn
-
-
-def _time_index(path: Path, base_offset: int, check: bool) -> Iterator[dict]:
-    entries, torn = _entries(path, TimeIndex.ENTRY)
-    batches = _segment_beside(path) if check else None
-    if check and batches is None:
-        yield _problem(path.name, f"no {path.with_suffix(LOG_SUFFIX).name} beside it to check it against")
+def _time_entry_problem(headers: dict[int, BatchHeader] | None) -> Callable[[dict], str | None]:
     largest_by_offset = {}
     largest = -1
-    for batch in batches or ():
-        largest = max(largest, batch.header.max_timestamp)
-        largest_by_offset[batch.header.last_offset] = largest
-    previous = None
-    for number, (timestamp, relative) in enumerate(entries):
-        offset = base_offset + relative
-        yield {"kind": "timeindex", "timestamp": timestamp, "offset": offset}
-        if previous is not None and (timestamp <= previous[0] or relative < previous[1]):
-            yield _problem(f"entry {number}", "its timestamp does not grow or its offset goes back")
-        previous = timestamp, relative
-        if batches is not None and largest_by_offset.get(offset) != timestamp:
-            yield _problem(f"entry {number}", f"the largest timestamp up to offset {offset} is "
-                                              f"{largest_by_offset.get(offset, 'unknown: no batch ends there')}, "
-                                              f"not {timestamp}")
-    if torn:
-        yield torn
+    for header in (headers or {}).values():
+        largest = max(largest, header.max_timestamp)
+        largest_by_offset[header.last_offset] = largest
+
+    def judge(entry: dict) -> str | None:
+        if largest_by_offset.get(entry["offset"]) == entry["timestamp"]:
+            return None
+        largest_there = largest_by_offset.get(entry["offset"], "unknown: no batch ends there")
+        return f"the largest timestamp up to offset {entry['offset']} is {largest_there}, not {entry['timestamp']}"
+
+    return judge
 
 
 def _txn_index(path: Path, base_offset: int) -> Iterator[dict]:
     entries, torn = _entries(path, TXN_ENTRY)
-    for number, (version, producer_id, first_offset, last_offset, last_stable_offset) in enumerate(entries):
-        yield {"kind": "aborted", "version": version, "producer_id": producer_id, "first_offset": first_offset,
-               "last_offset": last_offset, "last_stable_offset": last_stable_offset}
-        if last_offset < base_offset or first_offset > last_offset:
-            yield _problem(f"entry {number}", f"offsets {first_offset}..{last_offset} are not a transaction "
-                                              f"ending in a segment that starts at {base_offset}")
+    previous = None
+    for number, (version, *fields) in enumerate(entries):
+        entry = AbortedTxn(*fields)
+        yield {"kind": "aborted", "version": version, "producer_id": entry.producer_id,
+               "first_offset": entry.first_offset, "last_offset": entry.last_offset,
+               "last_stable_offset": entry.last_stable_offset}
+        problem = entry_problem(version, entry, base_offset, previous)
+        if problem:
+            yield _problem(f"entry {number}", f"the entry {problem}")
+        previous = entry
     if torn:
         yield torn
 
 
 def _snapshot(path: Path, offset: int) -> Iterator[dict]:
+    data = _read_bytes(path)
     try:
-        document = json.loads(_read_bytes(path))
-        producers = document["producers"]
-        version = document["version"]
-    except (ValueError, KeyError, TypeError) as error:
+        producers = parse_snapshot(data, offset)
+    except ValueError as error:
         yield _problem(path.name, f"not a producer snapshot: {error}")
         return
-    if document.get("offset") != offset:
-        yield _problem(path.name, f"it says it is of offset {document.get('offset')}, its name {offset}")
     for producer in producers:
-        batches = producer.get("batches", [])
-        yield {"kind": "producer", "snapshot_version": version, "producer_id": producer.get("producer_id"),
-               "producer_epoch": producer.get("epoch"), "coordinator_epoch": producer.get("coordinator_epoch", -1),
-               "current_txn_first_offset": producer.get("current_txn_first_offset", -1),
-               "batches": [{"first_sequence": b[0], "last_sequence": b[1], "first_offset": b[2], "last_offset": b[3]}
-                           for b in batches]}
+        yield {"kind": "producer", "producer_id": producer.producer_id, "producer_epoch": producer.epoch,
+               "coordinator_epoch": producer.coordinator_epoch,
+               "current_txn_first_offset": producer.current_txn_first_offset,
+               "batches": [dataclasses.asdict(batch) for batch in producer.batches]}

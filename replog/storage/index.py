@@ -22,6 +22,11 @@ from typing import ClassVar, Self
 INT32_MAX = 2**31 - 1
 
 
+def entries_follow(previous: tuple[int, int], entry: tuple[int, int]) -> bool:
+    """Whether an index entry (key, value) may follow `previous`: its key above, its value not below."""
+    return entry[0] > previous[0] and entry[1] >= previous[1]
+
+
 class _SparseIndex:
     ENTRY: ClassVar[struct.Struct]
     KEY_TYPECODE: ClassVar[str]
@@ -68,7 +73,7 @@ class _SparseIndex:
 
     def _is_sound(self) -> bool:
         keys, values = self._keys, self._values
-        return all(keys[i] < keys[i + 1] and values[i] <= values[i + 1] for i in range(len(keys) - 1))
+        return all(entries_follow((keys[i], values[i]), (keys[i + 1], values[i + 1])) for i in range(len(keys) - 1))
 
     def _append(self, key: int, value: int) -> None:
         if self.is_full:

@@ -84,15 +84,8 @@ class ProducerSnapshots:
 
     def _read(self, offset: int) -> tuple[ProducerEntry, ...] | None:
         try:
-            document = json.loads(self._path(offset).read_text(encoding="utf-8"))
-            if document["version"] not in READABLE_VERSIONS or document["offset"] != offset:
-                return None
-            return tuple(
-                ProducerEntry(int(p["producer_id"]), int(p["epoch"]),
-                              tuple(CachedBatch(*(int(v) for v in batch)) for batch in p["batches"]), 0,
-                              int(p.get("coordinator_epoch", -1)), int(p.get("current_txn_first_offset", NO_OFFSET)))
-                for p in document["producers"])
-        except (OSError, ValueError, KeyError, TypeError):
+            return parse_snapshot(self._path(offset).read_bytes(), offset)
+        except (OSError, ValueError):
             return None  # torn or foreign: an older snapshot (or the log itself) serves
 
     def delete_after(self, offset: int) -> None:
@@ -100,6 +93,26 @@ class ProducerSnapshots:
         for old in self._offsets():
             if old > offset:
                 self._path(old).unlink(missing_ok=True)
+
+
+def parse_snapshot(data: bytes, offset: int) -> tuple[ProducerEntry, ...]:
+    """The producers of the snapshot named after `offset`; ValueError saying why the bytes are none."""
+    document = json.loads(data)  # a JSONDecodeError is a ValueError
+    if not isinstance(document, dict):
+        raise ValueError("it is not a JSON object")
+    if document.get("version") not in READABLE_VERSIONS:
+        raise ValueError(f"its version is {document.get('version')!r}; this build reads {READABLE_VERSIONS}")
+    if document.get("offset") != offset:
+        raise ValueError(f"it says it holds the producers at offset {document.get('offset')!r}, its name {offset}")
+    try:
+        return tuple(
+            ProducerEntry(int(p["producer_id"]), int(p["epoch"]),
+                          tuple(CachedBatch(*(int(v) for v in batch)) for batch in p["batches"]), 0,
+                          int(p.get("coordinator_epoch", -1)), int(p.get("current_txn_first_offset", NO_OFFSET)))
+            for p in document["producers"])
+    except (KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"its producers are not a snapshot's list of producers ({type(error).__name__}: "
+                         f"{error})") from None
 
 
 def producer_appends(read, from_offset: int, end_offset: int) -> Iterator[LogItem]:

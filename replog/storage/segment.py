@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import struct
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from replog.core.invariant import require
 from replog.protocol import BatchHeader, read_header
 from replog.protocol.layout import HEADER_SIZE, LOG_OVERHEAD
-from replog.storage.batches import SegmentCorruptError, iter_headers, scan_valid_batches
+from replog.storage.batches import BATCH_PREFIX, SegmentCorruptError, iter_headers, scan_valid_batches
 from replog.storage.config import LogConfig
 from replog.storage.files import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_path
 from replog.storage.index import OffsetIndex, TimeIndex
 from replog.storage.txn_index import TXN_INDEX_SUFFIX, CorruptTxnIndexError, TransactionIndex
 
 NO_TIMESTAMP = -1
-_PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -320,7 +318,7 @@ def _whole_batches_length(chunk: bytes, max_offset: int | None) -> int:
     """Bytes of the whole batches at the start of `chunk`, stopping before one at or past `max_offset`."""
     length = 0
     while length + LOG_OVERHEAD <= len(chunk):
-        base_offset, batch_length = _PREFIX.unpack_from(chunk, length)
+        base_offset, batch_length = BATCH_PREFIX.unpack_from(chunk, length)
         end = length + LOG_OVERHEAD + batch_length
         if end > len(chunk) or (max_offset is not None and base_offset >= max_offset):
             break

@@ -54,7 +54,7 @@ class TransactionIndex:
         entries = []
         for number, (version, *fields) in enumerate(ENTRY.iter_unpack(data[:whole])):
             entry = AbortedTxn(*fields)
-            problem = _problem(version, entry, base_offset, entries[-1] if entries else None)
+            problem = entry_problem(version, entry, base_offset, entries[-1] if entries else None)
             if problem:
                 raise CorruptTxnIndexError(f"{path}: entry {number} {problem}")
             entries.append(entry)
@@ -108,7 +108,8 @@ class TransactionIndex:
         self.path = path
 
 
-def _problem(version: int, entry: AbortedTxn, base_offset: int, previous: AbortedTxn | None) -> str:
+def entry_problem(version: int, entry: AbortedTxn, base_offset: int, previous: AbortedTxn | None) -> str:
+    """Why an entry of the .txnindex of a segment at `base_offset` cannot be trusted; "" when it can."""
     if version != ENTRY_VERSION:
         return f"has version {version}; this build reads {ENTRY_VERSION}"
     if entry.last_offset < base_offset:

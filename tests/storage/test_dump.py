@@ -1,6 +1,7 @@
 """`replog dump-log`: a partition's files read back entry by entry, and what in them is unsound found."""
 
 import json
+import struct
 
 import pytest
 
@@ -71,6 +72,11 @@ def test_indexes_agree_with_their_segments(open_log, partition_dir):
          "last_stable_offset": 4}]
 
 
+def cut(position: int, size: int, reason: str) -> dict:
+    return {"kind": "problem", "at": f"byte {position}",
+            "problem": f"{reason}; the {size} bytes from here are not read (recovery cuts the segment there)"}
+
+
 def test_a_corrupt_batch_and_a_torn_tail_are_problems_where_they_are(open_log, partition_dir):
     written(open_log)
     segment = partition_dir / f"{FIRST}.log"
@@ -82,29 +88,36 @@ def test_a_corrupt_batch_and_a_torn_tail_are_problems_where_they_are(open_log, p
     assert len(kinds(entries, "batch")) == 1
     [problem] = kinds(entries, "problem")
     assert problem["at"] == f"byte {second}" and problem["problem"].startswith(f"batch at byte {second} has CRC")
-    assert problem["problem"].endswith(f"the {len(data) - second} bytes from here are not read (recovery cuts a "
+    assert problem["problem"].endswith(f"the {len(data) - second} bytes from here are not read (recovery cuts the "
                                        "segment there)")
 
     segment.write_bytes(bytes(data[:second]) + (99).to_bytes(8, "big") + (500).to_bytes(4, "big") + b"x" * 10)
     assert kinds(dump(segment), "problem") == [
-        {"kind": "problem", "at": f"byte {second}",
-         "problem": "a batch of 512 bytes is said to start here, but 22 bytes remain: a torn write"}]
+        cut(second, 22, "a batch of 512 bytes starts here, but 22 bytes remain: a torn write")]
+
+    segment.write_bytes(bytes(data[:second]) + (99).to_bytes(8, "big") + (-1).to_bytes(4, "big", signed=True) + data)
+    assert kinds(dump(segment), "problem") == [
+        cut(second, 12 + len(data), "a batch length of -1 is below 49, what a batch's header takes")]
 
     segment.write_bytes(bytes(data[:second]) + b"\x00" * 7)
-    assert kinds(dump(segment), "problem") == [
-        {"kind": "problem", "at": f"byte {second}", "problem": "the last 7 bytes are not a whole batch"}]
+    assert kinds(dump(segment), "problem") == [cut(second, 7, "the last 7 bytes are not a whole batch")]
 
 
-def test_a_batch_whose_offsets_go_back_is_a_problem(open_log, partition_dir):
+def test_batches_that_cannot_stand_where_they_are_end_the_segment_as_recovery_ends_it(open_log, partition_dir):
     written(open_log)
     segment = partition_dir / f"{FIRST}.log"
     data = segment.read_bytes()
-    first = kinds(dump(segment), "batch")[0]
-    segment.write_bytes(data + data[:first["size"]])  # the first batch again, after the last
-    [problem] = kinds(dump(segment), "problem")
-    assert problem == {"kind": "problem", "at": f"byte {len(data)}",
-                       "problem": f"the batch starts at offset 0, before the previous batch's end "
-                                  f"{kinds(dump(segment), 'batch')[-2]['last_offset'] + 1}"}
+    batches = kinds(dump(segment), "batch")
+    segment.write_bytes(data + data[:batches[0]["size"]] + data)  # the first batch again, after the last
+    assert kinds(dump(segment), "batch") == batches
+    assert kinds(dump(segment), "problem") == [
+        cut(len(data), batches[0]["size"] + len(data),
+            f"the batch starts at offset 0, below {batches[-1]['last_offset'] + 1}, the end of the batch before it")]
+
+    later = partition_dir / "00000000000000000005.log"  # the same bytes, named after a later base offset
+    later.write_bytes(data)
+    assert kinds(dump(later), "problem") == [
+        cut(0, len(data), "the batch starts at offset 0, below 5, the segment's base offset")]
 
 
 def test_index_entries_that_point_at_no_batch_are_problems(open_log, partition_dir):
@@ -113,7 +126,7 @@ def test_index_entries_that_point_at_no_batch_are_problems(open_log, partition_d
     index.write_bytes(index.read_bytes()[:8] + (100).to_bytes(4, "big") + (3).to_bytes(4, "big"))
     problems = kinds(dump(index, check_index=True), "problem")
     assert [p["at"] for p in problems] == ["entry 1", "entry 1"]
-    assert "do not both follow" in problems[0]["problem"]
+    assert problems[0]["problem"] == "its offset is not above the previous entry's or its position is below it"
     assert problems[1]["problem"] == "no batch of the segment starts at byte 3"
     times = partition_dir / f"{FIRST}.timeindex"
     times.write_bytes((START_MS + 99).to_bytes(8, "big") + (5).to_bytes(4, "big"))
@@ -126,7 +139,7 @@ def test_a_producer_snapshot_lists_its_producers(partition_dir):
     partition_dir.mkdir(parents=True)
     ProducerSnapshots(partition_dir).write(12, [ProducerEntry(7, 2, (CachedBatch(0, 4, 3, 7),), 0, 5, 3)])
     assert list(dump(partition_dir / "00000000000000000012.snapshot")) == [
-        {"kind": "producer", "snapshot_version": 2, "producer_id": 7, "producer_epoch": 2, "coordinator_epoch": 5,
+        {"kind": "producer", "producer_id": 7, "producer_epoch": 2, "coordinator_epoch": 5,
          "current_txn_first_offset": 3,
          "batches": [{"first_sequence": 0, "last_sequence": 4, "first_offset": 3, "last_offset": 7}]}]
 
@@ -155,6 +168,50 @@ def test_the_internal_topics_records_read_as_what_they_say(open_log, partition_d
     assert transaction["decoded"]["metadata"]["partitions"] == ["orders-0", "orders-1"]
 
 
+def test_sequences_wrap_as_a_producer_numbers_them(open_log, partition_dir):
+    log = open_log()
+    log.append_as_leader(encode_batch([(b"k", b"v")] * 3, base_timestamp_ms=START_MS, producer_id=5,
+                                      producer_epoch=0, base_sequence=2**31 - 2), 0, START_MS)
+    log.close()
+    entries = list(dump(partition_dir / f"{FIRST}.log", records=True))
+    assert kinds(entries, "batch")[0]["last_sequence"] == 0
+    assert [record["sequence"] for record in kinds(entries, "record")] == [2**31 - 2, 2**31 - 1, 0]
+
+
+TXN_ENTRY = struct.Struct(">hqqqq")
+
+
+@pytest.mark.parametrize(("name", "content", "says"), [
+    ("00000000000000000000.snapshot", b"{not json", "not a producer snapshot: Expecting property name"),
+    ("00000000000000000000.snapshot", b'{"version":2,"offset":0,"producers":5}',
+     "not a producer snapshot: its producers are not a snapshot's list of producers"),
+    ("00000000000000000000.snapshot", b'{"version":2,"offset":0,"producers":[1]}',
+     "not a producer snapshot: its producers are not a snapshot's list of producers"),
+    ("00000000000000000000.snapshot", b'{"version":99,"offset":0,"producers":[]}',
+     "not a producer snapshot: its version is 99; this build reads (1, 2)"),
+    ("00000000000000000007.snapshot", b'{"version":2,"offset":0,"producers":[]}',
+     "it says it holds the producers at offset 0, its name 7"),
+    ("00000000000000000000.index", b"\x00" * 9, "the last 1 bytes are not a whole 8-byte entry"),
+    ("00000000000000000000.timeindex", b"\x00" * 12 * 2, "its timestamp is not above the previous entry's"),
+    ("00000000000000000000.txnindex", TXN_ENTRY.pack(5, 7, 0, 9, 10), "the entry has version 5; this build reads 0"),
+    ("00000000000000000000.txnindex", TXN_ENTRY.pack(0, 7, 0, 9, 10) + TXN_ENTRY.pack(0, 8, 0, 3, 10),
+     "the entry ends at 3, not after the entry before (9)"),
+])
+def test_each_unsound_file_is_a_problem_and_exit_1_never_a_traceback(tmp_path, capsys, name, content, says):
+    (tmp_path / name).write_bytes(content)
+    code, out, err = run(capsys, "dump-log", str(tmp_path / name))
+    assert code == 1 and err == "replog: 1 problem found\n", err
+    assert "PROBLEM at " in out and says in out, out
+
+
+def test_an_index_without_its_segment_is_listed_and_said_unchecked(tmp_path):
+    index = tmp_path / f"{FIRST}.index"
+    index.write_bytes(struct.pack(">ii", 5, 100))
+    assert list(dump(index, check_index=True)) == [
+        {"kind": "index", "offset": 5, "position": 100},
+        {"kind": "problem", "at": index.name, "problem": f"no {FIRST}.log beside it to check it against"}]
+
+
 def run(capsys, *argv):
     code = main(list(argv))
     captured = capsys.readouterr()
@@ -179,6 +236,23 @@ def test_the_command_reads_a_whole_partition_directory_and_exits_1_on_a_problem(
     code, out, err = run(capsys, "dump-log", "--files", f"{segment},{partition_dir / f'{FIRST}.index'}")
     assert code == 1 and err == "replog: 1 problem found\n"
     assert "PROBLEM at byte" in out and "the last 5 bytes are not a whole batch" in out
+
+
+def test_text_output_keeps_each_value_on_its_line(open_log, partition_dir, capsys):
+    log = open_log()
+    log.append_as_leader(encode_batch([(None, b"a\nPROBLEM at byte 0: not one")], base_timestamp_ms=START_MS), 0,
+                         START_MS)
+    log.close()
+    code, out, _ = run(capsys, "dump-log", str(partition_dir / f"{FIRST}.log"), "--print-data-log")
+    assert code == 0 and out.count("PROBLEM") == 1 and len(out.splitlines()) == 3
+    assert "key: null" in out and "value: a\\nPROBLEM at byte 0: not one" in out
+
+
+def test_a_directory_in_a_partition_directory_is_passed_over(open_log, partition_dir, capsys):
+    written(open_log)
+    (partition_dir / "00000000000000099999.log").mkdir()
+    code, out, _ = run(capsys, "dump-log", str(partition_dir))
+    assert code == 0 and "99999" not in out
 
 
 @pytest.mark.parametrize(("argv", "says"), [

@@ -2,6 +2,8 @@
 batches after the newest one read back from the log, so that a restarted leader still recognises
 a retry."""
 
+import pytest
+
 from replog.core.epoch_cache import EpochEndOffset
 from replog.core.errors import ErrorCode
 from replog.core.messages import FetchResponse, PartitionState, ProduceRequest
@@ -132,12 +134,19 @@ def test_a_truncation_deletes_the_snapshots_of_the_longer_log(partition_dir):
     driver.log.close()
 
 
-def test_a_torn_snapshot_is_passed_over_for_an_older_one(tmp_path):
+@pytest.mark.parametrize("content", [
+    '{"version": 1, "offs',  # torn
+    '{"version": 2, "offset": 20, "producers": [1]}',  # foreign shapes
+    '{"version": 2, "offset": 20, "producers": 5}',
+    '[1, 2]',
+    '{"version": 99, "offset": 20, "producers": []}',
+])
+def test_a_torn_or_foreign_snapshot_is_passed_over_for_an_older_one(tmp_path, content):
     snapshots = ProducerSnapshots(tmp_path)
     entry = ProducerEntry(7, 2, (), 0)
     snapshots.write(10, [entry])
     snapshots.write(20, [entry])
-    (tmp_path / f"{20:020d}.snapshot").write_text('{"version": 1, "offs')
+    (tmp_path / f"{20:020d}.snapshot").write_text(content)
     assert snapshots.latest(100) == (10, (ProducerEntry(7, 2, (), 0),))
     assert snapshots.latest(5) is None
 
