@@ -8,6 +8,7 @@ import sys
 from typing import Any, BinaryIO
 
 from replog.cli.bootstrap import add_cluster_arguments, bootstrap_address
+from replog.cli.line_format import LineFormat, line_format
 from replog.cli.names import topic_name
 from replog.client import Admin, ClientError, Producer
 from replog.client.producer import RecordFuture
@@ -22,7 +23,13 @@ def add_commands(commands: Any) -> None:
     parser.add_argument("--acks", choices=["0", "1", "all", "-1"], default="all",
                         help="acknowledgements to wait for (default all)")
     parser.add_argument("--key-separator", metavar="SEP",
-                        help="split each line at the first SEP into key and value")
+                        help="split each line at the first SEP into key and value (--property parse.key=true "
+                        "--property key.separator=SEP)")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                        help="kafka-console-producer's reader properties: parse.key, parse.headers (true|false), "
+                        "key.separator (a tab), headers.delimiter (a tab), headers.separator (,), "
+                        "headers.key.separator (:), null.marker; a line is [headers<TAB>][key<TAB>]value, "
+                        "the headers k1:v1,k2:v2")
     parser.add_argument("--report-offsets", action="store_true",
                         help="print partition<TAB>offset<TAB>line for each acknowledged line")
     add_cluster_arguments(parser)
@@ -30,18 +37,16 @@ def add_commands(commands: Any) -> None:
 
 
 def _produce(args: argparse.Namespace) -> int:
-    separator = args.key_separator.encode() if args.key_separator is not None else None
-    if separator == b"":
-        raise ClientError("--key-separator must not be empty")
+    read = line_format(args.property, args.key_separator)
     bootstrap = bootstrap_address(args)
     with Admin(bootstrap) as admin:
         admin.describe_topics([args.topic])  # an unknown topic fails here, before any input is read
     with Producer(bootstrap, acks=args.acks) as producer:
-        return produce_lines(producer, args.topic, sys.stdin.buffer, sys.stdout.buffer, separator,
+        return produce_lines(producer, args.topic, sys.stdin.buffer, sys.stdout.buffer, read,
                              report_offsets=args.report_offsets)
 
 
-def produce_lines(producer: Producer, topic: str, lines: BinaryIO, out: BinaryIO, separator: bytes | None, *,
+def produce_lines(producer: Producer, topic: str, lines: BinaryIO, out: BinaryIO, read: LineFormat, *,
                   report_offsets: bool) -> int:
     pending: collections.deque[tuple[RecordFuture, bytes]] = collections.deque()
     failures = 0
@@ -49,13 +54,8 @@ def produce_lines(producer: Producer, topic: str, lines: BinaryIO, out: BinaryIO
     for number, raw in enumerate(lines, start=1):
         line = raw[:-1] if raw.endswith(b"\n") else raw
         line = line[:-1] if line.endswith(b"\r") else line
-        key = None
-        value = line
-        if separator is not None:
-            key, found, value = line.partition(separator)
-            if not found:
-                raise ClientError(f"line {number} has no key separator {separator.decode()!r}")
-        pending.append((producer.send(topic, value, key=key), line))
+        key, value, headers = read.parse(line, number)
+        pending.append((producer.send(topic, value, key=key, headers=headers or None), line))
         if number % REPORT_EVERY_LINES == 0:
             failures, first_error = _report(pending, out, report_offsets, failures, first_error, wait=False)
     producer.flush()

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from replog.cli.properties import parse_properties
 from replog.client import ClientError, ConsumerRecord
 
 SWITCHES = ("print.timestamp", "print.partition", "print.offset", "print.headers", "print.key", "print.value")
 TEXTS = ("key.separator", "line.separator", "headers.separator", "headers.key.separator", "null.literal")
-ESCAPES = {"\\t": "\t", "\\n": "\n", "\\r": "\r"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,23 +68,7 @@ def record_format(properties: list[str], print_offsets: bool = False) -> RecordF
             raise ClientError("give --print-offsets or --property, not both (--property print.partition=true "
                               "--property print.offset=true labels them as kafka-console-consumer does)")
         return PARTITION_OFFSET_VALUE
-    changes = {}
-    for given in properties:
-        name, equals, value = given.partition("=")
-        if not equals:
-            raise ClientError(f"--property takes KEY=VALUE, got {given!r}")
-        field = name.removeprefix("print.").replace(".", "_")
-        if name in SWITCHES:
-            if value.lower() not in ("true", "false"):
-                raise ClientError(f"--property {name} is true or false, not {value!r}")
-            changes[field] = value.lower() == "true"
-        elif name in TEXTS:
-            for escape, character in ESCAPES.items():
-                value = value.replace(escape, character)
-            changes[field] = value.encode()
-        else:
-            raise ClientError(f"--property {name!r} is not one replog reads; those are: "
-                              f"{', '.join(SWITCHES + TEXTS)}")
+    changes = parse_properties(properties, SWITCHES, TEXTS, "print.")
     chosen = RecordFormat(**changes)
     if not (chosen.timestamp or chosen.partition or chosen.offset or chosen.headers or chosen.key or chosen.value):
         raise ClientError("every print.* property is false: nothing of a record would be printed")

@@ -13,6 +13,7 @@ import pytest
 
 from replog.cli import bench, consume, groups, transactions
 from replog.cli.bootstrap import bootstrap_address
+from replog.cli.line_format import line_format
 from replog.cli.main import build_parser, main
 from replog.cli.record_format import record_format
 from replog.cli.topics import describe_report, describe_text, parse_replica_assignment
@@ -275,6 +276,34 @@ def test_records_print_as_kafka_console_consumers_properties_ask():
     assert shown("print.value=false", "print.key=true", "line.separator=;") == b"k;null;"
     assert shown("print.headers=true", "print.value=false", "headers.separator=|", "headers.key.separator==") == (
         b"h1=a|h2=null\nNO_HEADERS\n")
+
+
+def test_lines_read_as_kafka_console_producers_properties_ask():
+    def read(line, *properties, key_separator=None):
+        return line_format(list(properties), key_separator).parse(line, 1)
+
+    assert read(b"a\tb") == (None, b"a\tb", ())
+    assert read(b"k=v=w", key_separator="=") == (b"k", b"v=w", ())
+    assert read(b"h1:a,h2:\tk\tv", "parse.headers=true", "parse.key=true") == (b"k", b"v", (("h1", b"a"), ("h2", b"")))
+    assert read(b"\tk\tv", "parse.headers=true", "parse.key=true") == (b"k", b"v", ())
+    assert read(b"h=NULL|NULL;NULL", "parse.headers=true", "parse.key=true", "headers.delimiter=|",
+                "headers.key.separator==", "key.separator=;", "null.marker=NULL") == (None, None, (("h", None),))
+    with pytest.raises(ClientError, match=r"line 1 has no headers delimiter '\\t'"):
+        read(b"k v", "parse.headers=true")
+    with pytest.raises(ClientError, match="line 1: header 'h1' has no key separator ':'"):
+        read(b"h1\tv", "parse.headers=true")
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--key-separator", ""], "--key-separator must not be empty"),
+    (["--property", "key.separator="], "--property key.separator must not be empty"),
+    (["--property", "parse.key"], "--property takes KEY=VALUE, got 'parse.key'"),
+    (["--property", "parse.value=true"], "--property 'parse.value' is not one replog reads; those are: parse.key"),
+    (["--property", "parse.headers=1"], "--property parse.headers is true or false, not '1'"),
+])
+def test_produce_flags_that_do_not_fit_are_one_sentence_before_any_connection(capsys, flags, message):
+    code, _out, err = run(capsys, "produce", "t", *flags, "--bootstrap", NOWHERE)
+    assert code == 1 and message in err and "cluster" not in err, err
 
 
 def test_start_offset_reads_flags():

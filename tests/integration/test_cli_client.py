@@ -116,6 +116,15 @@ def test_produce_keys_pick_kafkas_partition_and_a_line_without_the_separator_fai
     assert result.returncode == 1 and "line 2 has no key separator ':'" in result.stderr
 
 
+def test_keys_and_headers_go_round_the_console_properties(replog):
+    replog("topics", "create", "cli-headers", "--partitions", "1", "--replication-factor", "1")
+    lines = "trace:t-1,tenant:acme\tk1\tv1\n\tk2\tv2\n"
+    replog("produce", "cli-headers", "--property", "parse.headers=true", "--property", "parse.key=true", stdin=lines)
+    out = replog("consume", "cli-headers", "--from-beginning", "--max-messages", "2", "--property",
+                 "print.headers=true", "--property", "print.key=true").stdout
+    assert out == "trace:t-1,tenant:acme\tk1\tv1\nNO_HEADERS\tk2\tv2\n"
+
+
 def test_consume_from_a_partition_and_offset_with_keys(replog):
     replog("topics", "create", "cli-keys", "--partitions", "1", "--replication-factor", "2")
     replog("produce", "cli-keys", "--key-separator", "=", "--acks", "1", stdin="a=1\nb=2\nc=3\n")
