@@ -65,14 +65,13 @@ def line_format(properties: list[str], key_separator: str | None = None) -> Line
     """The reading `--property KEY=VALUE`s (and `--key-separator SEP`, which is parse.key=true with that
     key.separator) ask for; ClientError naming a key replog does not know, a switch that is not true or
     false, or an empty separator."""
+    if key_separator == "":
+        raise ClientError("--key-separator must not be empty")
     changes: dict[str, object] = {}
     if key_separator is not None:
         changes.update(key=True, key_separator=key_separator.encode())
-    changes.update(parse_properties(properties, SWITCHES, TEXTS, "parse."))
-    chosen = LineFormat(**changes)
-    for name in ("key_separator", "headers_delimiter", "headers_separator", "headers_key_separator"):
-        if not getattr(chosen, name):
-            flag = "--key-separator" if name == "key_separator" and key_separator == "" else \
-                f"--property {name.replace('_', '.')}"
-            raise ClientError(f"{flag} must not be empty")
-    return chosen
+    given = parse_properties(properties, SWITCHES, TEXTS, "parse.")
+    for name, value in given.items():
+        if value == b"" and name != "null_marker":
+            raise ClientError(f"--property {name.replace('_', '.')} must not be empty")
+    return LineFormat(**{**changes, **given})

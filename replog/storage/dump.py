@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import os
 import struct
 from collections.abc import Callable, Iterator, Mapping
@@ -274,10 +275,20 @@ def _batches_beside(path: Path, check: bool) -> tuple[dict[int, BatchHeader] | N
     if not beside.is_file():
         return None, _problem(path.name, f"no {beside.name} beside it to check it against")
     try:
-        return {batch.position: batch.header for batch in segment_batches(beside, check_file(beside)[0])
-                if isinstance(batch, SegmentBatch)}, None
+        written = beside.stat()
+        return _segment_headers(beside, written.st_size, written.st_mtime_ns), None
+    except OSError as error:
+        return None, _problem(path.name, f"it cannot be checked: cannot read {beside}: {error.strerror}")
     except DumpError as error:
         return None, _problem(path.name, f"it cannot be checked: {error}")
+
+
+@functools.lru_cache(maxsize=1)
+def _segment_headers(path: Path, size: int, mtime_ns: int) -> dict[int, BatchHeader]:
+    """The sound batches' headers of a segment by position, read once for its .index and its .timeindex
+    (which a directory lists one after the other); the segment's size and time tell a changed file."""
+    return {batch.position: batch.header for batch in segment_batches(path, check_file(path)[0])
+            if isinstance(batch, SegmentBatch)}
 
 
 def _sparse_index(path: Path, base_offset: int, check: bool, *, time_index: bool) -> Iterator[dict]:

@@ -3,7 +3,6 @@
 import json
 import os
 import re
-import socket
 import subprocess
 import urllib.request
 
@@ -13,7 +12,7 @@ from kazoo.client import KazooClient
 
 from replog.api.metadata.v1 import metadata_pb2, metadata_pb2_grpc
 from replog.dev import zookeeper
-from replog.dev.processes import health_status, is_alive, scrape_metric
+from replog.dev.processes import free_port, health_status, is_alive, scrape_metric
 from tests.integration.cluster import wait_for
 
 pytestmark = pytest.mark.slow
@@ -120,9 +119,7 @@ def test_down_leaves_no_process_behind(new_cluster, kill):
 def plain_zookeeper(tmp_path):
     """A ZooKeeper started as an operator would, with ZooKeeper's own defaults: of the four-letter words it
     answers only `srvr`."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port("127.0.0.1")
     (tmp_path / "zk-data").mkdir()
     config = tmp_path / "zoo.cfg"
     config.write_text(f"tickTime=2000\ndataDir={tmp_path / 'zk-data'}\nclientPort={port}\n"
