@@ -37,8 +37,8 @@ class RecordFormat:
     def render(self, record: ConsumerRecord) -> bytes:
         fields = []
         if self.timestamp:
-            # replog topics keep the producer's time (there is no message.timestamp.type=LogAppendTime).
-            fields.append(b"CreateTime:%d" % record.timestamp if record.timestamp >= 0 else b"NO_TIMESTAMP")
+            fields.append(b"%s:%d" % (str(record.timestamp_type).encode(), record.timestamp)
+                          if record.timestamp >= 0 else b"NO_TIMESTAMP")
         if self.partition:
             fields.append(b"Partition:%d" % record.partition if self.labels else b"%d" % record.partition)
         if self.offset:

@@ -14,7 +14,7 @@ import threading
 
 from replog.client.errors import ClientError, FetchError
 from replog.client.fetch_state import Assignment, State
-from replog.client.types import ConsumerRecord
+from replog.client.types import ConsumerRecord, TimestampType
 from replog.core.errors import ErrorCode
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.read_committed import AbortedFilter
@@ -63,8 +63,9 @@ class CompletedFetch:
                     # Control batches and aborted transactions are never returned; the position passes them.
                     position = max(position, header.next_offset)
                     continue
-                epoch = header.partition_leader_epoch
-                records = self._records = decode_body(self._view, header, ConsumerRecord, self.tp, (epoch,))
+                suffix = (header.partition_leader_epoch,
+                          TimestampType.LOG_APPEND_TIME if header.is_log_append_time else TimestampType.CREATE_TIME)
+                records = self._records = decode_body(self._view, header, ConsumerRecord, self.tp, suffix)
                 self._index = 0
                 self._next_offset = header.next_offset
             start = self._index

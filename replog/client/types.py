@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -21,6 +22,21 @@ class RecordMetadata(NamedTuple):
     timestamp: int  # ms since the Unix epoch (the batch's create time, or the broker's LogAppendTime)
 
 
+class TimestampType(enum.IntEnum):
+    """Whose clock a record's timestamp is, with Kafka's numbers; str() gives Kafka's name of it."""
+
+    NO_TIMESTAMP_TYPE = -1
+    CREATE_TIME = 0  # the producer's (message.timestamp.type=CreateTime)
+    LOG_APPEND_TIME = 1  # the partition leader's when it appended the record (LogAppendTime)
+
+    def __str__(self) -> str:
+        return _TIMESTAMP_TYPE_NAMES[self]
+
+
+_TIMESTAMP_TYPE_NAMES = {TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType",
+                         TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime"}
+
+
 class ConsumerRecord(NamedTuple):
     topic: str
     partition: int
@@ -30,6 +46,7 @@ class ConsumerRecord(NamedTuple):
     value: bytes | None
     headers: Headers
     leader_epoch: int  # the epoch of the leader that appended it (-1 when unknown)
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME  # the topic's message.timestamp.type
 
 
 @dataclass(frozen=True)

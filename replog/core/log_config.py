@@ -17,6 +17,10 @@ INT64_MAX = 2**63 - 1
 DAY_MS = 24 * 60 * 60 * 1000
 
 CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
+# message.timestamp.type: the producer's time (CreateTime) or the leader's when it appends (LogAppendTime).
+CREATE_TIME, LOG_APPEND_TIME = "CreateTime", "LogAppendTime"
+TIMESTAMP_TYPES = (CREATE_TIME, LOG_APPEND_TIME)
+HOUR_MS = 60 * 60 * 1000
 
 
 class LogConfigError(ValueError):
@@ -36,6 +40,10 @@ class LogConfig:
     flush_messages: int = INT64_MAX  # flush.messages; 1 fsyncs every append
     flush_ms: int = INT64_MAX  # flush.ms
     max_message_bytes: int = 1024 * 1024 + 12  # max.message.bytes (one batch)
+    message_timestamp_type: str = CREATE_TIME  # message.timestamp.type
+    # How far a CreateTime record's time may lie before or after the leader's clock (KIP-937).
+    message_timestamp_before_max_ms: int = INT64_MAX  # message.timestamp.before.max.ms
+    message_timestamp_after_max_ms: int = HOUR_MS  # message.timestamp.after.max.ms
 
     def __post_init__(self) -> None:
         _at_least("segment.bytes", self.segment_bytes, 14, INT32_MAX)
@@ -48,6 +56,11 @@ class LogConfig:
         _at_least("flush.messages", self.flush_messages, 1)
         _at_least("flush.ms", self.flush_ms, 0)
         _at_least("max.message.bytes", self.max_message_bytes, 0, INT32_MAX)
+        _at_least("message.timestamp.before.max.ms", self.message_timestamp_before_max_ms, 0)
+        _at_least("message.timestamp.after.max.ms", self.message_timestamp_after_max_ms, 0)
+        if self.message_timestamp_type not in TIMESTAMP_TYPES:
+            raise LogConfigError(f"message.timestamp.type {self.message_timestamp_type!r} is not one of "
+                                 f"{', '.join(TIMESTAMP_TYPES)}")
         if self.cleanup_policy not in CLEANUP_POLICIES:
             raise LogConfigError(
                 f"cleanup.policy {self.cleanup_policy!r} is not one of {', '.join(CLEANUP_POLICIES)}"
@@ -62,6 +75,11 @@ class LogConfig:
     def compacts(self) -> bool:
         return "compact" in self.cleanup_policy.split(",")
 
+    @property
+    def log_append_time(self) -> bool:
+        """Whether the leader stamps each batch with its own clock (message.timestamp.type=LogAppendTime)."""
+        return self.message_timestamp_type == LOG_APPEND_TIME
+
     @classmethod
     def from_topic_config(cls, configs: Mapping[str, str | int]) -> LogConfig:
         """Build from Kafka-named topic configs; names this log does not use are ignored."""
@@ -70,12 +88,13 @@ class LogConfig:
             field_name = _FIELD_BY_CONFIG.get(name)
             if field_name is None:
                 continue
-            values[field_name] = value if field_name == "cleanup_policy" else _parse_int(name, value)
+            values[field_name] = str(value).strip() if field_name in _TEXT_FIELDS else _parse_int(name, value)
         if "cleanup_policy" in values:
             values["cleanup_policy"] = _normalise_policy(str(values["cleanup_policy"]))
         return cls(**values)
 
 
+_TEXT_FIELDS = frozenset({"cleanup_policy", "message_timestamp_type"})
 _FIELD_BY_CONFIG = {field.name.replace("_", "."): field.name for field in dataclasses.fields(LogConfig)}
 
 

@@ -21,6 +21,7 @@ from replog.protocol.batch import (
     read_header,
     records_section,
     stamp_batches,
+    stamp_log_append_time,
     validate_batches,
 )
 
@@ -41,5 +42,6 @@ __all__ = [
     "read_header",
     "records_section",
     "stamp_batches",
+    "stamp_log_append_time",
     "validate_batches",
 ]

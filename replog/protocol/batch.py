@@ -1,7 +1,7 @@
 """RecordBatch v2 (magic 2), byte for byte: encode, decode, and the broker's checks.
 
-`encode_batch` and `decode_batch` are the client's codec; `validate_batches`
-and `stamp_batches` are all the broker does to a producer's bytes.
+`encode_batch` and `decode_batch` are the client's codec; `validate_batches`,
+`stamp_batches` and `stamp_log_append_time` are all the broker does to a producer's bytes.
 """
 
 import time
@@ -29,12 +29,13 @@ from replog.protocol.layout import (
     PREFIX,
     RECORD_SIZE_MIN,
     RECORDS_OFFSET,
+    TIMESTAMP_TYPE_BIT,
     TRANSACTIONAL_BIT,
 )
 from replog.protocol.record_decoding import decode_records
 from replog.protocol.record_encoding import encode_records, encode_tuples
 from replog.protocol.records import Record
-from replog.protocol.stamp import stamp_batches
+from replog.protocol.stamp import stamp_batches, stamp_log_append_time
 from replog.protocol.validation import ValidationResult, validate_batches
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "read_header",
     "records_section",
     "stamp_batches",
+    "stamp_log_append_time",
     "validate_batches",
 ]
 
@@ -82,6 +84,7 @@ def encode_batch(
     control: bool = False,
     delete_horizon_ms: int | None = None,
     max_timestamp_ms: int | None = None,
+    log_append_time: bool = False,
 ) -> bytes:
     """Encode one batch from (key, value[, headers[, timestamp_ms]]) tuples or from `Record`s.
 
@@ -91,7 +94,9 @@ def encode_batch(
     absolute offsets, which must increase from `base_offset` on, and their own
     timestamps, stored relative to `base_timestamp_ms` (by default the first
     record's timestamp). With `delete_horizon_ms` (records only), that is the
-    base timestamp, flagged as the batch's delete horizon (KIP-534).
+    base timestamp, flagged as the batch's delete horizon (KIP-534). With
+    `log_append_time` the batch is flagged LogAppendTime: readers give each of its
+    records its maxTimestamp (the cleaner keeps a LogAppendTime batch so).
     """
     items = values_or_records if isinstance(values_or_records, (list, tuple)) else list(values_or_records)
     if not items:
@@ -111,7 +116,8 @@ def encode_batch(
     codec = Compression(compression)
     payload = compress(codec, records)
     attributes = (codec | (TRANSACTIONAL_BIT if transactional else 0) | (CONTROL_BIT if control else 0)
-                  | (DELETE_HORIZON_BIT if delete_horizon_ms is not None else 0))
+                  | (DELETE_HORIZON_BIT if delete_horizon_ms is not None else 0)
+                  | (TIMESTAMP_TYPE_BIT if log_append_time else 0))
     crc_fields = CRC_FIELDS.pack(
         attributes,
         last_offset_delta,

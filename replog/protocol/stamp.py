@@ -1,14 +1,32 @@
-"""stamp_batches: the broker's only write into a producer's bytes.
+"""The broker's only writes into a producer's bytes: offsets and leader epoch, and LogAppendTime.
 
 baseOffset and partitionLeaderEpoch lie before the CRC'd range (which starts
 at attributes), so the broker assigns offsets and its leader epoch in place
-and the producer's CRC stays valid: no re-encoding, no copy.
+and the producer's CRC stays valid: no re-encoding, no copy. On a topic with
+message.timestamp.type=LogAppendTime the leader also marks each batch's
+timestamps as its own and sets its maxTimestamp; those lie inside the CRC'd
+range, so each batch is hashed again (records are still not re-encoded).
 """
 
+import struct
 from collections.abc import Iterable
 
+import crc32c
+
 from replog.protocol.header import BatchHeader
-from replog.protocol.layout import BASE_OFFSET, PARTITION_LEADER_EPOCH, PARTITION_LEADER_EPOCH_OFFSET
+from replog.protocol.layout import (
+    ATTRIBUTES_OFFSET,
+    BASE_OFFSET,
+    CRC_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
+    PARTITION_LEADER_EPOCH,
+    PARTITION_LEADER_EPOCH_OFFSET,
+    TIMESTAMP_TYPE_BIT,
+)
+
+_ATTRIBUTES = struct.Struct(">h")
+_TIMESTAMP = struct.Struct(">q")
+_CRC = struct.Struct(">I")
 
 
 def stamp_batches(
@@ -30,3 +48,21 @@ def stamp_batches(
         PARTITION_LEADER_EPOCH.pack_into(buf, header.position + PARTITION_LEADER_EPOCH_OFFSET, partition_leader_epoch)
         next_offset += header.last_offset_delta + 1
     return next_offset
+
+
+def stamp_log_append_time(buf: bytearray, headers: Iterable[BatchHeader], now_ms: int) -> None:
+    """Make `now_ms` the time of every record of these batches (LogAppendTime), as Kafka's leader does.
+
+    Each batch gets the timestamp-type bit and maxTimestamp `now_ms`; readers
+    give every record of such a batch its maxTimestamp. baseTimestamp and the
+    records' deltas stay as the producer wrote them.
+    """
+    view = memoryview(buf)
+    try:
+        for header in headers:
+            start = header.position
+            _ATTRIBUTES.pack_into(buf, start + ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_BIT)
+            _TIMESTAMP.pack_into(buf, start + MAX_TIMESTAMP_OFFSET, now_ms)
+            _CRC.pack_into(buf, start + CRC_OFFSET, crc32c.crc32c(view[start + ATTRIBUTES_OFFSET : header.end]))
+    finally:
+        view.release()

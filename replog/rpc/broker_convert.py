@@ -73,6 +73,8 @@ def fill_produce_partition(result: broker_pb2.ProducePartitionResponse, error: E
     if error != ErrorCode.NONE:
         result.error_message = message or error.name
     result.base_offset = base_offset if error == ErrorCode.NONE else -1
+    if error != ErrorCode.NONE:
+        result.log_append_time_ms = -1
 
 
 # -- a fetch, as the leader reads it ---------------------------------------------------------

@@ -208,6 +208,7 @@ def _reencode(batch: DecodedBatch, kept: list[Record], *, delete_horizon_ms: int
         transactional=batch.is_transactional,
         control=batch.is_control,
         delete_horizon_ms=delete_horizon_ms,
+        log_append_time=batch.is_log_append_time,
     )
 
 

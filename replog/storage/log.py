@@ -198,17 +198,15 @@ class PartitionLog:
         checked; records are not walked (DESIGN §12: no per-record work on the
         broker). The offsets and epoch are written into the batch headers in
         place (a bytearray is stamped as given; bytes are copied once); no
-        record is re-encoded.
+        record is re-encoded. What the topic's configs demand of the records
+        (keys, timestamps) the leader has checked before its core took them
+        (`appended_batches.refused_records`).
         """
         self._now_ms = now_ms
         buf = batches if isinstance(batches, bytearray) else bytearray(batches)
         checked = check_batches(buf, max_message_bytes=self.config.max_message_bytes)
         if not checked.ok:
             return AppendInfo(checked.error, checked.reason)
-        if self.config.compacts:
-            problem = appended_batches.keyless_record(buf, checked.headers)
-            if problem:
-                return AppendInfo(ErrorCode.INVALID_RECORD, problem)
         first_offset = self.log_end_offset
         stamp_batches(buf, first_offset, leader_epoch, checked.headers)
         headers = [read_header(buf, header.position) for header in checked.headers]

@@ -18,6 +18,11 @@ ISR_EXPANDS = prometheus_client.Counter("replog_isr_expands_total", "ISR expansi
 BYTES_IN = prometheus_client.Counter("replog_bytes_in_total", "Record bytes appended from producers.", ["topic"])
 BYTES_OUT = prometheus_client.Counter("replog_bytes_out_total", "Record bytes sent to fetchers.", ["topic"])
 MESSAGES_IN = prometheus_client.Counter("replog_messages_in_total", "Records appended from producers.", ["topic"])
+PRODUCE_REFUSED = prometheus_client.Counter(
+    "replog_produce_refused_total",
+    "Partitions of produce requests refused before anything was appended: malformed or too large batches, "
+    "records the topic's configs refuse (a missing key, a timestamp out of bounds), bad producer fields.",
+    ["topic", "error"])
 PRODUCE_PURGATORY = prometheus_client.Gauge(
     "replog_produce_purgatory_size", "Produce requests waiting for acks=all replication.")
 DELETE_RECORDS_PURGATORY = prometheus_client.Gauge(

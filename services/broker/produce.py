@@ -1,9 +1,12 @@
 """Produce: check the request's acks, validate each partition's batches, hand them to the leader's
 driver, await the answers.
 
-Batches are checked once here (CRC, sizes, max.message.bytes) so that a bad
-batch is refused with a reason before the core sees it; the bytes then go to
-the log untouched except for the header fields the leader stamps. What is
+Batches are checked once here (CRC, sizes, max.message.bytes, and what the
+topic's configs demand of their records: keys on a compacted topic, CreateTime
+timestamps within message.timestamp.before/after.max.ms) so that a bad batch is
+refused with a reason before the core sees it; the bytes then go to the log
+untouched except for the header fields the leader stamps (offsets and epoch,
+and on a LogAppendTime topic the timestamp type and maxTimestamp). What is
 answered and when is the core's to say: it tells whether a CompleteProduce
 follows (never for acks=0) and answers REQUEST_TIMED_OUT itself at the
 request's timeout. A transaction's first batch on a partition waits for its
@@ -29,9 +32,10 @@ from replog.core.partition_driver import PartitionDriver
 from replog.core.producer_state import ProducerAppend
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.markers import TxnMarker
-from replog.protocol.batch import validate_batches
+from replog.protocol.batch import stamp_log_append_time, validate_batches
 from replog.protocol.control import marker_batch
 from replog.rpc.broker_convert import fill_produce_partition, producer_append
+from replog.storage.appended_batches import refused_records
 
 log = logging.getLogger("replog.broker")
 
@@ -102,16 +106,26 @@ def _append(
         fill_produce_partition(result, partitions.metadata.not_hosted(key), f"this broker hosts no replica of {key}")
         return None
     records = data.records  # each read of a bytes field copies it out of the message
-    checked = validate_batches(records, max_message_bytes=driver.log.config.max_message_bytes)
+    config = driver.log.config
+    checked = validate_batches(records, max_message_bytes=config.max_message_bytes)
     if not checked.ok:
-        fill_produce_partition(result, checked.error, checked.reason)
+        _refuse(result, key, checked.error, checked.reason)
+        return None
+    wall = wall_ms()
+    refused = refused_records(records, checked.headers, config, wall)
+    if refused is not None:
+        _refuse(result, key, *refused)
         return None
     record_count = sum(header.last_offset_delta + 1 for header in checked.headers)
     producer = producer_append(checked.headers, request.transaction_version)
     if isinstance(producer, str):
-        fill_produce_partition(result, ErrorCode.INVALID_RECORD, producer)
+        _refuse(result, key, ErrorCode.INVALID_RECORD, producer)
         return None
-    produce = ProduceRequest(0, bytearray(records), record_count, request.acks, request.timeout_ms,
+    buf = bytearray(records)
+    if config.log_append_time:
+        stamp_log_append_time(buf, checked.headers, wall)
+        result.log_append_time_ms = wall
+    produce = ProduceRequest(0, buf, record_count, request.acks, request.timeout_ms,
                              data.current_leader_epoch, producer)
     metrics.BYTES_IN.labels(key.topic).inc(len(records))
     metrics.MESSAGES_IN.labels(key.topic).inc(record_count)
@@ -123,6 +137,13 @@ def _append(
             return None
         return asyncio.ensure_future(_verify_then_append(partitions, driver, request.transactional_id, produce))
     return _submit(partitions, driver, produce, now, result)
+
+
+def _refuse(result: broker_pb2.ProducePartitionResponse, key: TopicPartition, error: ErrorCode, reason: str) -> None:
+    """A partition's batches refused before anything of them was appended: answered, counted and logged."""
+    metrics.PRODUCE_REFUSED.labels(key.topic, error.name).inc()
+    log.info("%s: produce refused with %s: %s", key, error.name, reason)
+    fill_produce_partition(result, error, reason)
 
 
 def _submit(partitions: Partitions, driver: PartitionDriver, produce: ProduceRequest, now: int,

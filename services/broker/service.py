@@ -31,6 +31,7 @@ from replog.broker.txn_verification import TransactionVerifier
 from replog.config import Setting
 from replog.core.config import ReplicaConfig
 from replog.core.group.placement import OFFSETS_TOPIC
+from replog.core.log_config import CREATE_TIME, TIMESTAMP_TYPES
 from replog.core.messages import AlterPartitionResponse, ProposeIsr, SendFetch
 from replog.core.partition_driver import PartitionDriver
 from replog.core.topic_partition import TopicPartition
@@ -71,6 +72,14 @@ SETTINGS: tuple[Setting, ...] = (
             "default for topics (flush.messages): records between fsyncs"),
     Setting("log.flush.interval.ms", configuration.integer(0, 2**63 - 1), 2**63 - 1,
             "default for topics (flush.ms): longest time between fsyncs"),
+    Setting("log.message.timestamp.type", configuration.one_of(*TIMESTAMP_TYPES), CREATE_TIME,
+            "default for topics (message.timestamp.type): the producer's time or the leader's"),
+    Setting("log.message.timestamp.before.max.ms", configuration.integer(0, 2**63 - 1), 2**63 - 1,
+            "default for topics (message.timestamp.before.max.ms): how far before the broker's clock "
+            "a record's CreateTime may lie"),
+    Setting("log.message.timestamp.after.max.ms", configuration.integer(0, 2**63 - 1), 3_600_000,
+            "default for topics (message.timestamp.after.max.ms): how far after the broker's clock "
+            "a record's CreateTime may lie"),
     Setting("controlled.shutdown.enable", configuration.boolean, True,
             "on SIGTERM, ask the controller to move this broker's leaderships away before stopping"),
     Setting("controlled.shutdown.max.retries", configuration.integer(1, 100), 3,
@@ -94,6 +103,9 @@ TOPIC_DEFAULTS = {
     "log.retention.bytes": "retention.bytes",
     "log.flush.interval.messages": "flush.messages",
     "log.flush.interval.ms": "flush.ms",
+    "log.message.timestamp.type": "message.timestamp.type",
+    "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
 }
 REPLICA_SETTINGS = ("replica.lag.time.max.ms", "replica.fetch.wait.max.ms", "replica.fetch.max.bytes",
                     "transaction.partition.verification.enable")

@@ -26,6 +26,7 @@ from replog.client import (
     OffsetAndMetadata,
     PartitionInfo,
     ProducerDescription,
+    TimestampType,
     TopicDescription,
     TopicPartition,
     TransactionDescription,
@@ -260,7 +261,7 @@ def test_consume_group_flags_that_do_not_fit_are_one_sentence(capsys, argv, mess
 
 def test_records_print_as_kafka_console_consumers_properties_ask():
     record = ConsumerRecord("t", 3, 42, 1_700_000_000_000, b"k", b"v", (("h1", b"a"), ("h2", None)), 0)
-    plain = ConsumerRecord("t", 3, 43, 1_700_000_000_001, None, None, (), 0)
+    plain = ConsumerRecord("t", 3, 43, 1_700_000_000_001, None, None, (), 0, TimestampType.LOG_APPEND_TIME)
 
     def shown(*properties, print_offsets=False):
         chosen = record_format(list(properties), print_offsets)
@@ -272,7 +273,7 @@ def test_records_print_as_kafka_console_consumers_properties_ask():
     assert shown("print.timestamp=true", "print.partition=true", "print.offset=true", "print.headers=true",
                  "print.key=true", "key.separator=\\t|", "null.literal=-") == (
         b"CreateTime:1700000000000\t|Partition:3\t|Offset:42\t|h1:a,h2:-\t|k\t|v\n"
-        b"CreateTime:1700000000001\t|Partition:3\t|Offset:43\t|NO_HEADERS\t|-\t|-\n")
+        b"LogAppendTime:1700000000001\t|Partition:3\t|Offset:43\t|NO_HEADERS\t|-\t|-\n")
     assert shown("print.value=false", "print.key=true", "line.separator=;") == b"k;null;"
     assert shown("print.headers=true", "print.value=false", "headers.separator=|", "headers.key.separator==") == (
         b"h1=a|h2=null\nNO_HEADERS\n")

@@ -16,6 +16,7 @@ from replog.client import (
     Producer,
     ProducerClosedError,
     RecordTooLargeError,
+    TimestampType,
     TopicPartition,
     UnknownTopicError,
 )
@@ -100,6 +101,7 @@ def test_keys_values_and_headers_arrive_as_sent_and_text_is_refused(admin, boots
     record = read_one(bootstrap, topic)
     assert (record.key, record.value, record.headers) == (b"key", b"value", (("h", b"1"), ("empty", None)))
     assert record.timestamp == sent.timestamp and sent.timestamp > 1_600_000_000_000
+    assert record.timestamp_type is TimestampType.CREATE_TIME
 
 
 def test_records_too_large_are_refused_at_send_or_failed_by_the_broker_without_retries(admin, bootstrap):
@@ -114,6 +116,39 @@ def test_records_too_large_are_refused_at_send_or_failed_by_the_broker_without_r
         with pytest.raises(ProduceError, match="MESSAGE_TOO_LARGE"):
             producer.send_many(topic, [b"ok", b"x" * 2000]).result(10)
         assert producer.send(topic, b"fits").result(10).offset == 0, "nothing refused was written"
+
+
+def test_what_a_topics_configs_refuse_fails_the_record_alone_and_the_partition_goes_on(admin, bootstrap):
+    """A record without a key on a compacted topic, or timestamped two hours ahead: the leader answers
+    with Kafka's error and appends nothing, the producer does not retry it, and the next record lands."""
+    compacted = create(admin, "compacted-keys", **{"cleanup.policy": "compact"})
+    timed = create(admin, "bounded-times", **{"message.timestamp.before.max.ms": "86400000"})
+    now = int(time.time() * 1000)
+    with Producer(bootstrap) as producer:
+        for topic, bad, code, says in (
+                (compacted, dict(key=None), ErrorCode.INVALID_RECORD, "has no key"),
+                (timed, dict(timestamp_ms=now + 7_200_000), ErrorCode.INVALID_TIMESTAMP,
+                 "message.timestamp.after.max.ms=3600000"),
+                (timed, dict(timestamp_ms=now - 2 * 86_400_000), ErrorCode.INVALID_TIMESTAMP,
+                 "message.timestamp.before.max.ms=86400000")):
+            with pytest.raises(ProduceError) as raised:
+                producer.send(topic, b"refused", **bad).result(10)  # a retry would wait out the delivery timeout
+            assert raised.value.error_code is code and says in str(raised.value)
+        assert producer.send(compacted, b"kept", key=b"k").result(30).offset == 0, "nothing refused was written"
+        assert producer.send(timed, b"kept", timestamp_ms=now).result(30).offset == 0
+    assert read_one(bootstrap, compacted).value == b"kept"
+
+
+def test_a_log_append_time_topic_gives_each_record_the_leaders_time(admin, bootstrap):
+    topic = create(admin, "appended-at", **{"message.timestamp.type": "LogAppendTime"})
+    before = int(time.time() * 1000)
+    with Producer(bootstrap) as producer:
+        sent = producer.send(topic, b"v", timestamp_ms=1_000).result(30)
+    after = int(time.time() * 1000)
+    assert before <= sent.timestamp <= after, "the producer learns the leader's time from its answer"
+    record = read_one(bootstrap, topic)
+    assert (record.timestamp, record.timestamp_type) == (sent.timestamp, TimestampType.LOG_APPEND_TIME)
+    assert str(record.timestamp_type) == "LogAppendTime"
 
 
 def test_send_many_counts_its_records_and_spreads_its_batches(admin, bootstrap):

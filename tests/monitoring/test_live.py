@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 import urllib.request
 
 import pytest
@@ -65,8 +66,9 @@ def security(monitored):
 
 @pytest.fixture(scope="module")
 def traffic(monitored, security):
-    """A producer writing about 200 records a second, a transactional producer committing a few
-    transactions of five records a second, and a consumer group reading them, on threads."""
+    """A producer writing about 200 records a second (after three records the leaders refuse), a
+    transactional producer committing a few transactions of five records a second, and a consumer
+    group reading them, on threads."""
     bootstrap = monitored.status()["metadata"][0]["address"]
     with Admin(bootstrap, security=security) as admin:
         admin.create_topics([NewTopic(TOPIC, 3, 3, configs={"min.insync.replicas": "2"})])
@@ -74,6 +76,12 @@ def traffic(monitored, security):
 
     def produce():
         with Producer(bootstrap, linger_ms=20, security=security) as producer:
+            # A record two hours ahead of the brokers' clocks to each partition: each leader refuses it
+            # (INVALID_TIMESTAMP), which the topics dashboard's "Produce refused" panel shows.
+            ahead_ms = int(time.time() * 1000) + 7_200_000
+            for partition in range(3):
+                with contextlib.suppress(ClientError):
+                    producer.send(TOPIC, b"from the future", partition=partition, timestamp_ms=ahead_ms).result(30)
             while not stop.wait(0.005):
                 producer.send(TOPIC, b"an order")
 

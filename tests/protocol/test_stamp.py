@@ -1,6 +1,14 @@
-"""stamp_batches: the broker assigns offsets and its leader epoch without touching the CRC."""
+"""The broker's writes into a producer's bytes: offsets and leader epoch without touching the CRC, and
+LogAppendTime."""
 
-from replog.protocol import Compression, encode_batch, iter_batches, stamp_batches, validate_batches
+from replog.protocol import (
+    Compression,
+    encode_batch,
+    iter_batches,
+    stamp_batches,
+    stamp_log_append_time,
+    validate_batches,
+)
 
 from .spec_reader import build_batch, build_record
 
@@ -45,3 +53,35 @@ def test_a_batch_with_offset_gaps_keeps_its_offset_range():
     headers = validate_batches(buf, max_message_bytes=1 << 20).headers
     assert stamp_batches(buf, 10, 0, headers) == 15
     assert [r.offset for b in iter_batches(buf) for r in b.records] == [10, 14]
+
+
+def test_log_append_time_gives_every_record_the_leaders_time_and_a_crc_that_holds():
+    """On a LogAppendTime topic the leader's stamp inside the CRC'd range is hashed again; the records
+    are not re-encoded, so a compressed batch keeps its payload byte for byte."""
+    buf = bytearray(encode_batch([(None, b"a", (), 1_000), (None, b"b", (), 3_000)], base_timestamp_ms=1_000,
+                                 max_timestamp_ms=3_000)
+                    + encode_batch([(b"k", b"c")], compression=Compression.ZSTD, base_timestamp_ms=5_000))
+    headers = validate_batches(buf, max_message_bytes=1 << 20).headers
+    payloads = [bytes(buf[h.position + 61:h.end]) for h in headers]
+
+    stamp_log_append_time(buf, headers, 1_700_000_000_123)
+
+    stamped = validate_batches(buf, max_message_bytes=1 << 20)
+    assert stamped.ok, stamped.reason
+    assert all(h.is_log_append_time and h.max_timestamp == 1_700_000_000_123 for h in stamped.headers)
+    assert [h.base_timestamp for h in stamped.headers] == [1_000, 5_000], "the producer's first time stays"
+    assert [bytes(buf[h.position + 61:h.end]) for h in stamped.headers] == payloads
+    assert [r.timestamp for b in iter_batches(buf) for r in b.records] == [1_700_000_000_123] * 3
+
+
+def test_a_log_append_time_batch_stays_one_when_encoded_again():
+    """The cleaner re-encodes a batch's survivors: a LogAppendTime batch keeps its type and time."""
+    buf = bytearray(encode_batch([(b"k", b"v"), (b"j", b"w")], base_timestamp_ms=1_000))
+    stamp_log_append_time(buf, validate_batches(buf, max_message_bytes=1 << 20).headers, 9_000)
+    decoded = next(iter_batches(buf))
+
+    again = next(iter_batches(encode_batch(decoded.records[1:], base_offset=decoded.base_offset,
+                                           log_append_time=decoded.is_log_append_time)))
+
+    assert again.is_log_append_time and again.max_timestamp == 9_000
+    assert [(r.offset, r.timestamp) for r in again.records] == [(1, 9_000)]

@@ -171,11 +171,3 @@ def test_reads_outside_the_log_are_out_of_range_not_exceptions(open_log):
     assert below.error is above.error is ErrorCode.OFFSET_OUT_OF_RANGE
     assert (below.log_start_offset, below.log_end_offset) == (2, 5)
     assert (at_end.error, at_end.records) == (ErrorCode.NONE, b"")
-
-
-def test_compacted_topics_refuse_records_without_a_key(open_log):
-    log = open_log(small_config(cleanup_policy="compact"))
-    refused = log.append_as_leader(batch(1, key=None), leader_epoch=0, now_ms=START_MS)
-    accepted = log.append_as_leader(batch(1, key=b"k"), leader_epoch=0, now_ms=START_MS)
-    assert refused.error is ErrorCode.INVALID_RECORD and "key" in refused.reason
-    assert accepted.error is ErrorCode.NONE

@@ -12,6 +12,9 @@ def test_defaults_are_kafkas():
     assert (config.retention_bytes, config.cleanup_policy) == (-1, "delete")
     assert (config.max_message_bytes, config.index_interval_bytes) == (1_048_588, 4096)
     assert config.flush_messages == config.flush_ms == 2**63 - 1
+    assert (config.message_timestamp_type, config.log_append_time) == ("CreateTime", False)
+    assert config.message_timestamp_before_max_ms == 2**63 - 1  # Kafka 4's defaults (KIP-937, KIP-1030)
+    assert config.message_timestamp_after_max_ms == 3_600_000
 
 
 def test_topic_configs_map_by_kafka_name():
@@ -22,9 +25,12 @@ def test_topic_configs_map_by_kafka_name():
             "cleanup.policy": "delete,compact",
             "flush.messages": 1,
             "min.insync.replicas": "2",  # a replication config: not the log's business
+            "message.timestamp.type": " LogAppendTime",
+            "message.timestamp.before.max.ms": "86400000",
         }
     )
     assert (config.segment_bytes, config.retention_ms, config.flush_messages) == (1 << 20, -1, 1)
+    assert config.log_append_time and config.message_timestamp_before_max_ms == 86_400_000
     assert config.cleanup_policy == "compact,delete" and config.compacts and config.deletes
 
 
@@ -35,6 +41,9 @@ def test_topic_configs_map_by_kafka_name():
         ({"retention.ms": "-2"}, "retention.ms"),
         ({"cleanup.policy": "archive"}, "cleanup.policy"),
         ({"flush.ms": "soon"}, "flush.ms"),
+        ({"message.timestamp.type": "logappendtime"}, "message.timestamp.type 'logappendtime' is not one of "
+                                                      "CreateTime, LogAppendTime"),
+        ({"message.timestamp.after.max.ms": "-1"}, "message.timestamp.after.max.ms"),
     ],
 )
 def test_bad_values_name_the_config(configs, named):

@@ -573,7 +573,7 @@ class Producer {
       }
       const code = errorName(result.error_code);
       if (code === 'NONE') {
-        this._succeed(queue, batch, result.base_offset);
+        this._succeed(queue, batch, result.base_offset, result.log_append_time_ms);
         continue;
       }
       if (STALE_LEADER.has(code) && result.current_leader && result.current_leader.leader_id >= 0) {
@@ -618,13 +618,14 @@ class Producer {
     return queue.flying.some((b) => b.order < batch.order) || queue.ready.some((b) => b.order < batch.order);
   }
 
-  _succeed(queue, batch, baseOffset) {
+  _succeed(queue, batch, baseOffset, logAppendTime = -1) {
     const { topic, partition } = queue;
     for (const listener of batch.listeners) {
       if (listener.index === undefined) {
         if (--listener.remaining === 0 && !listener.failed) listener.resolve(listener.count);
       } else {
-        listener.resolve({ topic, partition, offset: baseOffset < 0 ? -1 : baseOffset + listener.index });
+        listener.resolve({ topic, partition, offset: baseOffset < 0 ? -1 : baseOffset + listener.index,
+          logAppendTime });
       }
     }
     this._done(batch.builder.count);

@@ -382,6 +382,7 @@ function decodeRecords(header, data, where = null) {
     throw new Error(`${header.recordsCount} records cannot fit in ${data.length} bytes`);
   }
   const logAppendTime = (header.attributes & TIMESTAMP_TYPE_BIT) !== 0;
+  const timestampType = logAppendTime ? 'LogAppendTime' : 'CreateTime'; // the topic's message.timestamp.type
   const records = new Array(header.recordsCount);
   const end = data.length;
   const read = new FieldReader(data);
@@ -404,7 +405,7 @@ function decodeRecords(header, data, where = null) {
     const offset = header.baseOffset + offsetDelta;
     const timestamp = logAppendTime ? header.maxTimestamp : header.baseTimestamp + timestampDelta;
     records[i] = where === null ? { offset, timestamp, key, value, headers }
-      : { topic: where.topic, partition: where.partition, offset, timestamp, key, value, headers,
+      : { topic: where.topic, partition: where.partition, offset, timestamp, timestampType, key, value, headers,
         leaderEpoch: header.partitionLeaderEpoch };
   }
   if (read.pos !== end) throw new Error(`${end - read.pos} bytes follow the last record`);

@@ -40,6 +40,12 @@ def build() -> Board:
                      "transaction is open.",
                      [(f"max by (topic, partition) ({q('replog_producer_ids', TOPIC)})", "{{topic}}-{{partition}}")],
                      width=12)
+    board.timeseries("Produce refused", "Partitions of produce requests the leader refused before appending, by "
+                     "error: malformed or too large batches, records without a key on a compacted topic, "
+                     "timestamps outside message.timestamp.before/after.max.ms. Each is in the broker's log with "
+                     "its reason.",
+                     [(f"sum by (topic, error) ({rate('replog_produce_refused_total', TOPIC)})",
+                       "{{topic}} {{error}}")], unit="reqps", width=24)
     return board
 
 

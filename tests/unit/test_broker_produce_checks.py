@@ -1,0 +1,77 @@
+"""What a topic's configs demand of a producer's records is answered by the leader with Kafka's error,
+before anything is appended, and the partition goes on: a record without a key on a compacted topic,
+a CreateTime too far from the broker's clock. A LogAppendTime topic gets the leader's time."""
+
+import asyncio
+import time
+
+from replog.api.broker.v1 import broker_pb2
+from replog.broker.partitions import Partitions, TopicSettings
+from replog.broker.produce import handle_produce
+from replog.core.config import ReplicaConfig
+from replog.core.errors import ErrorCode
+from replog.core.messages import PartitionState
+from replog.protocol import encode_batch, iter_batches
+from replog.storage import LogConfig
+
+CONFIGS = {
+    "compacted": LogConfig(cleanup_policy="compact"),
+    "appended": LogConfig(message_timestamp_type="LogAppendTime"),
+    "created": LogConfig(),
+}
+
+
+def produce_each(tmp_path, topic: str, batches: list[bytes]) -> tuple[list, list]:
+    """Produce each batch alone, acks=1, to partition 0 of `topic` led by this broker alone; the answers
+    and the batches the log holds afterwards."""
+
+    async def scenario():
+        partitions = Partitions(1, (str(tmp_path),), lambda name: TopicSettings(CONFIGS[name], ReplicaConfig()),
+                                lambda *_: None, lambda *_: None)
+        partitions.start()
+        state = PartitionState(leader=1, leader_epoch=0, isr=(1,), partition_epoch=0, replicas=(1,))
+        partitions.leader_and_isr(topic, 0, state)
+        answers = []
+        for data in batches:
+            request = broker_pb2.ProduceRequest(acks=1, timeout_ms=5_000)
+            request.topics.add(topic=topic).partitions.add(partition=0, records=data)
+            answers.append((await asyncio.wait_for(handle_produce(partitions, request), 5)).topics[0].partitions[0])
+        driver = next(iter(partitions.hosted))
+        stored = list(iter_batches(driver.log.read(0, 1 << 20).records))
+        await partitions.close()
+        return answers, stored
+
+    return asyncio.run(scenario())
+
+
+def test_a_record_without_a_key_is_refused_by_a_compacted_topic_which_goes_on_taking_keyed_ones(tmp_path):
+    answers, stored = produce_each(tmp_path, "compacted", [encode_batch([(None, b"lost")]),
+                                                           encode_batch([(b"k", b"kept")])])
+
+    assert [ErrorCode(a.error_code) for a in answers] == [ErrorCode.INVALID_RECORD, ErrorCode.NONE]
+    assert "has no key" in answers[0].error_message and answers[0].base_offset == -1
+    assert answers[1].base_offset == 0, "nothing of the refused batch was appended"
+    assert [r.value for b in stored for r in b.records] == [b"kept"]
+
+
+def test_a_log_append_time_topic_stores_and_answers_the_leaders_time(tmp_path):
+    before = time.time_ns() // 1_000_000
+    answers, stored = produce_each(tmp_path, "appended", [encode_batch([(None, b"v")], base_timestamp_ms=1_000)])
+    after = time.time_ns() // 1_000_000
+
+    (answer,), (batch,) = answers, stored
+    assert ErrorCode(answer.error_code) is ErrorCode.NONE
+    assert before <= answer.log_append_time_ms <= after
+    assert batch.is_log_append_time and [r.timestamp for r in batch.records] == [answer.log_append_time_ms]
+
+
+def test_a_create_time_an_hour_ahead_of_the_broker_is_refused_and_a_create_time_topic_answers_no_append_time(tmp_path):
+    now = time.time_ns() // 1_000_000
+    ahead, current = (encode_batch([(None, value)], base_timestamp_ms=ms) for value, ms in
+                      ((b"v", now + 7_200_000), (b"w", now)))
+    answers, stored = produce_each(tmp_path, "created", [ahead, current])
+
+    assert ErrorCode(answers[0].error_code) is ErrorCode.INVALID_TIMESTAMP
+    assert "message.timestamp.after.max.ms=3600000" in answers[0].error_message
+    assert answers[0].log_append_time_ms == -1 and answers[1].log_append_time_ms == -1
+    assert [(r.offset, r.value, r.timestamp) for b in stored for r in b.records] == [(0, b"w", now)]
