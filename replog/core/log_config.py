@@ -21,6 +21,9 @@ CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
 CREATE_TIME, LOG_APPEND_TIME = "CreateTime", "LogAppendTime"
 TIMESTAMP_TYPES = (CREATE_TIME, LOG_APPEND_TIME)
 HOUR_MS = 60 * 60 * 1000
+# compression.type: the codec the leader stores batches in, or "producer" to keep the producer's.
+PRODUCER_COMPRESSION = "producer"
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", PRODUCER_COMPRESSION)
 
 
 class LogConfigError(ValueError):
@@ -44,6 +47,7 @@ class LogConfig:
     # How far a CreateTime record's time may lie before or after the leader's clock (KIP-937).
     message_timestamp_before_max_ms: int = INT64_MAX  # message.timestamp.before.max.ms
     message_timestamp_after_max_ms: int = HOUR_MS  # message.timestamp.after.max.ms
+    compression_type: str = PRODUCER_COMPRESSION  # compression.type
 
     def __post_init__(self) -> None:
         _at_least("segment.bytes", self.segment_bytes, 14, INT32_MAX)
@@ -58,6 +62,9 @@ class LogConfig:
         _at_least("max.message.bytes", self.max_message_bytes, 0, INT32_MAX)
         _at_least("message.timestamp.before.max.ms", self.message_timestamp_before_max_ms, 0)
         _at_least("message.timestamp.after.max.ms", self.message_timestamp_after_max_ms, 0)
+        if self.compression_type not in COMPRESSION_TYPES:
+            raise LogConfigError(f"compression.type {self.compression_type!r} is not one of "
+                                 f"{', '.join(COMPRESSION_TYPES)}")
         if self.message_timestamp_type not in TIMESTAMP_TYPES:
             raise LogConfigError(f"message.timestamp.type {self.message_timestamp_type!r} is not one of "
                                  f"{', '.join(TIMESTAMP_TYPES)}")
@@ -89,12 +96,14 @@ class LogConfig:
             if field_name is None:
                 continue
             values[field_name] = str(value).strip() if field_name in _TEXT_FIELDS else _parse_int(name, value)
+        if "compression_type" in values:
+            values["compression_type"] = str(values["compression_type"]).lower()
         if "cleanup_policy" in values:
             values["cleanup_policy"] = _normalise_policy(str(values["cleanup_policy"]))
         return cls(**values)
 
 
-_TEXT_FIELDS = frozenset({"cleanup_policy", "message_timestamp_type"})
+_TEXT_FIELDS = frozenset({"cleanup_policy", "message_timestamp_type", "compression_type"})
 _FIELD_BY_CONFIG = {field.name.replace("_", "."): field.name for field in dataclasses.fields(LogConfig)}
 
 

@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from .config import ReplicaConfig
 from .log_config import INT32_MAX, LogConfig, LogConfigError
 
-COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 # Configs whose value is a comma-separated list: AlterConfigs may append to or subtract from them.
 LIST_CONFIGS = frozenset({"cleanup.policy"})
 
@@ -48,18 +47,10 @@ def _boolean(name: str, text: str) -> str:
     return value
 
 
-def _compression_type(name: str, text: str) -> str:
-    value = text.strip().lower()
-    if value not in COMPRESSION_TYPES:
-        raise InvalidConfig(f"{name} must be one of {', '.join(COMPRESSION_TYPES)}, not {text!r}")
-    return value
-
-
 # The configs that are not the log's: (default, normalise).
 _REPLICA_CONFIGS: Mapping[str, tuple[str, Callable[[str, str], str]]] = {
     "min.insync.replicas": (str(ReplicaConfig().min_insync_replicas), _integer(1, INT32_MAX)),
     "unclean.leader.election.enable": ("false", _boolean),
-    "compression.type": ("producer", _compression_type),
 }
 
 # The log's configs: Kafka's name of each LogConfig field, and its default.

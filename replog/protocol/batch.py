@@ -49,10 +49,12 @@ __all__ = [
     "decode_body",
     "decode_section",
     "encode_batch",
+    "encode_like",
     "iter_batches",
     "iter_headers",
     "iter_records",
     "read_header",
+    "recompress_batches",
     "records_section",
     "stamp_batches",
     "stamp_log_append_time",
@@ -131,6 +133,46 @@ def encode_batch(
     crc = crc32c.crc32c(payload, crc32c.crc32c(crc_fields))
     prefix = PREFIX.pack(base_offset, BATCH_LENGTH_MIN + len(payload), partition_leader_epoch, MAGIC, crc)
     return b"".join((prefix, crc_fields, payload))
+
+
+def encode_like(header: BatchHeader, records: Sequence[Record], *, compression: Compression | None = None,
+                base_timestamp_ms: int | None = None, delete_horizon_ms: int | None = None) -> bytes:
+    """`records` (a batch's, or some of them) encoded as a batch with `header`'s base offset, producer id,
+    epoch and sequence, leader epoch and flags (transactional, control, LogAppendTime), in its codec and
+    from its base timestamp unless others are given: the leader's recompression and the cleaner's rewrite."""
+    return encode_batch(
+        records,
+        base_offset=header.base_offset,
+        base_timestamp_ms=header.base_timestamp if base_timestamp_ms is None else base_timestamp_ms,
+        compression=header.compression if compression is None else compression,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        partition_leader_epoch=header.partition_leader_epoch,
+        transactional=header.is_transactional,
+        control=header.is_control,
+        delete_horizon_ms=delete_horizon_ms,
+        log_append_time=header.is_log_append_time,
+    )
+
+
+def recompress_batches(buf, headers: Sequence[BatchHeader], codec: Compression) -> bytes | None:
+    """The batches again, each one not in `codec` encoded anew in it, as Kafka's leader stores a producer's
+    batches on a topic whose compression.type names a codec; None when every batch is in `codec` already.
+
+    A batch keeps its offsets, timestamps, producer id, epoch and sequence, leader epoch and flags;
+    only its compression, size and CRC change. Control batches and batches without records stay as
+    they are. Raises CorruptBatchError when a batch's records do not decode.
+    """
+    if all(h.compression_id == codec or h.is_control or not h.records_count for h in headers):
+        return None
+    pieces = []
+    for header in headers:
+        if header.compression_id == codec or header.is_control or not header.records_count:
+            pieces.append(bytes(buf[header.position:header.end]))
+            continue
+        pieces.append(encode_like(header, decode_batch(buf, header.position).records, compression=codec))
+    return b"".join(pieces)
 
 
 def _record_rows(records: Sequence[Record], base_offset: int, base_timestamp: int) -> tuple[list, int, int]:

@@ -32,6 +32,14 @@ class Compression(enum.IntEnum):
             names = ", ".join(c.name.lower() for c in cls)
             raise ValueError(f"unknown compression.type {name!r}; expected one of {names}") from None
 
+    @classmethod
+    def for_topic(cls, compression_type: str) -> "Compression | None":
+        """The codec a topic's compression.type has the leader store batches in; None for "producer"
+        (each batch as its producer compressed it). The topic's "uncompressed" is the producer's "none"."""
+        if compression_type == "producer":
+            return None
+        return cls.NONE if compression_type == "uncompressed" else cls.from_name(compression_type)
+
 
 def compress(codec: Compression, data: bytes) -> bytes:
     if codec is Compression.NONE:

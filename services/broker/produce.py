@@ -6,7 +6,9 @@ topic's configs demand of their records: keys on a compacted topic, CreateTime
 timestamps within message.timestamp.before/after.max.ms) so that a bad batch is
 refused with a reason before the core sees it; the bytes then go to the log
 untouched except for the header fields the leader stamps (offsets and epoch,
-and on a LogAppendTime topic the timestamp type and maxTimestamp). What is
+and on a LogAppendTime topic the timestamp type and maxTimestamp), unless the
+topic's compression.type names a codec other than the producer's: then the
+leader encodes those batches anew in it, as Kafka's does. What is
 answered and when is the core's to say: it tells whether a CompleteProduce
 follows (never for acks=0) and answers REQUEST_TIMED_OUT itself at the
 request's timeout. A transaction's first batch on a partition waits for its
@@ -32,9 +34,17 @@ from replog.core.partition_driver import PartitionDriver
 from replog.core.producer_state import ProducerAppend
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.markers import TxnMarker
-from replog.protocol.batch import stamp_log_append_time, validate_batches
+from replog.protocol.batch import (
+    BatchHeader,
+    Compression,
+    CorruptBatchError,
+    recompress_batches,
+    stamp_log_append_time,
+    validate_batches,
+)
 from replog.protocol.control import marker_batch
 from replog.rpc.broker_convert import fill_produce_partition, producer_append
+from replog.storage import LogConfig
 from replog.storage.appended_batches import refused_records
 
 log = logging.getLogger("replog.broker")
@@ -105,29 +115,27 @@ def _append(
     if driver is None:
         fill_produce_partition(result, partitions.metadata.not_hosted(key), f"this broker hosts no replica of {key}")
         return None
-    records = data.records  # each read of a bytes field copies it out of the message
+    received = data.records  # each read of a bytes field copies it out of the message
     config = driver.log.config
-    checked = validate_batches(records, max_message_bytes=config.max_message_bytes)
-    if not checked.ok:
-        _refuse(result, key, checked.error, checked.reason)
-        return None
     wall = wall_ms()
-    refused = refused_records(records, checked.headers, config, wall)
-    if refused is not None:
-        _refuse(result, key, *refused)
+    try:
+        records, headers = _stored_form(received, config, wall)
+        producer = producer_append(headers, request.transaction_version)
+        if isinstance(producer, str):
+            raise _Refused(ErrorCode.INVALID_RECORD, producer)
+    except _Refused as refused:
+        metrics.PRODUCE_REFUSED.labels(key.topic, refused.error.name).inc()
+        log.info("%s: produce refused with %s: %s", key, refused.error.name, refused.reason)
+        fill_produce_partition(result, refused.error, refused.reason)
         return None
-    record_count = sum(header.last_offset_delta + 1 for header in checked.headers)
-    producer = producer_append(checked.headers, request.transaction_version)
-    if isinstance(producer, str):
-        _refuse(result, key, ErrorCode.INVALID_RECORD, producer)
-        return None
+    record_count = sum(header.last_offset_delta + 1 for header in headers)
     buf = bytearray(records)
     if config.log_append_time:
-        stamp_log_append_time(buf, checked.headers, wall)
+        stamp_log_append_time(buf, headers, wall)
         result.log_append_time_ms = wall
     produce = ProduceRequest(0, buf, record_count, request.acks, request.timeout_ms,
                              data.current_leader_epoch, producer)
-    metrics.BYTES_IN.labels(key.topic).inc(len(records))
+    metrics.BYTES_IN.labels(key.topic).inc(len(received))
     metrics.MESSAGES_IN.labels(key.topic).inc(record_count)
     result.log_start_offset = driver.log.log_start_offset
     if producer is not None and driver.is_leader and driver.replica.needs_verification(producer):
@@ -139,11 +147,37 @@ def _append(
     return _submit(partitions, driver, produce, now, result)
 
 
-def _refuse(result: broker_pb2.ProducePartitionResponse, key: TopicPartition, error: ErrorCode, reason: str) -> None:
-    """A partition's batches refused before anything of them was appended: answered, counted and logged."""
-    metrics.PRODUCE_REFUSED.labels(key.topic, error.name).inc()
-    log.info("%s: produce refused with %s: %s", key, error.name, reason)
-    fill_produce_partition(result, error, reason)
+class _Refused(Exception):
+    """A partition's batches refused before anything of them was appended, with Kafka's error and why."""
+
+    def __init__(self, error: ErrorCode, reason: str) -> None:
+        super().__init__(reason)
+        self.error = error
+        self.reason = reason
+
+
+def _stored_form(records: bytes, config: LogConfig, wall: int) -> tuple[bytes, list[BatchHeader]]:
+    """The producer's batches as the leader appends them, and their headers: checked (CRC, sizes, what the
+    topic's configs demand of the records at the wall clock `wall`), and encoded anew where the topic's
+    compression.type names another codec than the producer's (Kafka's leader does the same). _Refused
+    says why not."""
+    checked = validate_batches(records, max_message_bytes=config.max_message_bytes)
+    if not checked.ok:
+        raise _Refused(checked.error, checked.reason)
+    refused = refused_records(records, checked.headers, config, wall)
+    if refused is not None:
+        raise _Refused(*refused)
+    codec = Compression.for_topic(config.compression_type)
+    try:
+        recompressed = None if codec is None else recompress_batches(records, checked.headers, codec)
+    except CorruptBatchError as error:
+        raise _Refused(ErrorCode.CORRUPT_MESSAGE, str(error)) from None
+    if recompressed is None:
+        return records, checked.headers
+    stored = validate_batches(recompressed, max_message_bytes=config.max_message_bytes)
+    if not stored.ok:
+        raise _Refused(stored.error, f"as {config.compression_type}, the topic's compression.type: {stored.reason}")
+    return recompressed, stored.headers
 
 
 def _submit(partitions: Partitions, driver: PartitionDriver, produce: ProduceRequest, now: int,

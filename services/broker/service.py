@@ -31,7 +31,7 @@ from replog.broker.txn_verification import TransactionVerifier
 from replog.config import Setting
 from replog.core.config import ReplicaConfig
 from replog.core.group.placement import OFFSETS_TOPIC
-from replog.core.log_config import CREATE_TIME, TIMESTAMP_TYPES
+from replog.core.log_config import COMPRESSION_TYPES, CREATE_TIME, PRODUCER_COMPRESSION, TIMESTAMP_TYPES
 from replog.core.messages import AlterPartitionResponse, ProposeIsr, SendFetch
 from replog.core.partition_driver import PartitionDriver
 from replog.core.topic_partition import TopicPartition
@@ -72,6 +72,8 @@ SETTINGS: tuple[Setting, ...] = (
             "default for topics (flush.messages): records between fsyncs"),
     Setting("log.flush.interval.ms", configuration.integer(0, 2**63 - 1), 2**63 - 1,
             "default for topics (flush.ms): longest time between fsyncs"),
+    Setting("compression.type", configuration.one_of(*COMPRESSION_TYPES), PRODUCER_COMPRESSION,
+            "default for topics (compression.type): the codec batches are stored in, or producer"),
     Setting("log.message.timestamp.type", configuration.one_of(*TIMESTAMP_TYPES), CREATE_TIME,
             "default for topics (message.timestamp.type): the producer's time or the leader's"),
     Setting("log.message.timestamp.before.max.ms", configuration.integer(0, 2**63 - 1), 2**63 - 1,
@@ -103,6 +105,7 @@ TOPIC_DEFAULTS = {
     "log.retention.bytes": "retention.bytes",
     "log.flush.interval.messages": "flush.messages",
     "log.flush.interval.ms": "flush.ms",
+    "compression.type": "compression.type",
     "log.message.timestamp.type": "message.timestamp.type",
     "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
     "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",

@@ -1,14 +1,17 @@
-"""The broker's writes into a producer's bytes: offsets and leader epoch without touching the CRC, and
-LogAppendTime."""
+"""The broker's writes into a producer's bytes: offsets and leader epoch without touching the CRC,
+LogAppendTime, and a topic's compression.type."""
 
+from replog.core.txn.markers import TxnMarker
 from replog.protocol import (
     Compression,
     encode_batch,
     iter_batches,
+    recompress_batches,
     stamp_batches,
     stamp_log_append_time,
     validate_batches,
 )
+from replog.protocol.control import marker_batch
 
 from .spec_reader import build_batch, build_record
 
@@ -85,3 +88,37 @@ def test_a_log_append_time_batch_stays_one_when_encoded_again():
 
     assert again.is_log_append_time and again.max_timestamp == 9_000
     assert [(r.offset, r.timestamp) for r in again.records] == [(1, 9_000)]
+
+
+def test_recompressing_keeps_each_batchs_offsets_times_producer_fields_and_records():
+    """A topic whose compression.type names a codec has the leader store every batch in it."""
+    plain = encode_batch([(b"k", b"v" * 100, (("h", b"1"),), 1_000), (None, b"w" * 100, (), 900)],
+                         base_offset=0, base_timestamp_ms=1_000, max_timestamp_ms=1_000, producer_id=7,
+                         producer_epoch=2, base_sequence=40, transactional=True)
+    zstd = encode_batch([(None, b"z")], base_offset=2, compression=Compression.ZSTD, base_timestamp_ms=2_000)
+    marker = marker_batch(TxnMarker(7, 2, 0, commit=True), timestamp_ms=3_000, base_offset=3)
+    buf = plain + zstd + marker
+    headers = validate_batches(buf, max_message_bytes=1 << 20).headers
+
+    stored = recompress_batches(buf, headers, Compression.ZSTD)
+
+    before, after = list(iter_batches(buf)), list(iter_batches(stored))
+    assert [b.compression for b in after] == [Compression.ZSTD, Compression.ZSTD, Compression.NONE]
+    assert stored.endswith(zstd + marker), "a batch in the codec and a marker stay as they are"
+    fields = ("base_offset", "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
+              "base_sequence", "is_transactional", "records_count")
+    assert [[getattr(b, f) for f in fields] for b in after] == [[getattr(b, f) for f in fields] for b in before]
+    assert [b.records for b in after] == [b.records for b in before]
+    assert len(stored) < len(buf), "200 repeated bytes shrink in zstd"
+    assert recompress_batches(stored, validate_batches(stored, max_message_bytes=1 << 20).headers,
+                              Compression.ZSTD) is None, "nothing to do when every batch is in the codec"
+
+
+def test_an_uncompressed_topic_stores_a_producers_compressed_batch_plain():
+    gzip = encode_batch([(b"k", b"v")], compression=Compression.GZIP, base_timestamp_ms=5)
+    stored = recompress_batches(gzip, validate_batches(gzip, max_message_bytes=1 << 20).headers,
+                                Compression.for_topic("uncompressed"))
+    (batch,) = iter_batches(stored)
+    assert batch.compression is Compression.NONE and [(r.key, r.value, r.timestamp) for r in batch.records] == [
+        (b"k", b"v", 5)]
+    assert Compression.for_topic("producer") is None and Compression.for_topic("lz4") is Compression.LZ4

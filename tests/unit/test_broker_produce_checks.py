@@ -1,6 +1,7 @@
 """What a topic's configs demand of a producer's records is answered by the leader with Kafka's error,
 before anything is appended, and the partition goes on: a record without a key on a compacted topic,
-a CreateTime too far from the broker's clock. A LogAppendTime topic gets the leader's time."""
+a CreateTime too far from the broker's clock. A LogAppendTime topic gets the leader's time, and a topic
+whose compression.type names a codec gets its batches in it."""
 
 import asyncio
 import time
@@ -11,13 +12,15 @@ from replog.broker.produce import handle_produce
 from replog.core.config import ReplicaConfig
 from replog.core.errors import ErrorCode
 from replog.core.messages import PartitionState
-from replog.protocol import encode_batch, iter_batches
+from replog.protocol import Compression, encode_batch, iter_batches
 from replog.storage import LogConfig
 
 CONFIGS = {
     "compacted": LogConfig(cleanup_policy="compact"),
     "appended": LogConfig(message_timestamp_type="LogAppendTime"),
     "created": LogConfig(),
+    "zstd": LogConfig(compression_type="zstd"),
+    "uncompressed": LogConfig(compression_type="uncompressed"),
 }
 
 
@@ -75,3 +78,17 @@ def test_a_create_time_an_hour_ahead_of_the_broker_is_refused_and_a_create_time_
     assert "message.timestamp.after.max.ms=3600000" in answers[0].error_message
     assert answers[0].log_append_time_ms == -1 and answers[1].log_append_time_ms == -1
     assert [(r.offset, r.value, r.timestamp) for b in stored for r in b.records] == [(0, b"w", now)]
+
+
+def test_a_topics_compression_type_is_the_codec_its_batches_are_stored_in(tmp_path):
+    plain = encode_batch([(b"k", b"v" * 200)] * 3, producer_id=5, producer_epoch=0, base_sequence=0)
+    gzip = encode_batch([(b"k", b"w")], compression=Compression.GZIP)
+
+    answers, stored = produce_each(tmp_path / "zstd", "zstd", [plain])
+    assert [ErrorCode(a.error_code) for a in answers] == [ErrorCode.NONE]
+    (batch,) = stored
+    assert (batch.compression, batch.producer_id, batch.base_sequence) == (Compression.ZSTD, 5, 0)
+    assert [r.value for r in batch.records] == [b"v" * 200] * 3
+
+    answers, stored = produce_each(tmp_path / "uncompressed", "uncompressed", [gzip])
+    assert [(b.compression, [r.value for r in b.records]) for b in stored] == [(Compression.NONE, [b"w"])]
