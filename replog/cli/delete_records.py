@@ -7,11 +7,13 @@ import json
 from typing import Any
 
 from replog.cli.bootstrap import add_cluster_arguments, command_admin
+from replog.cli.json_files import file_error, is_whole, partition_entries
 from replog.cli.names import topic_name
-from replog.cli.numbers import INT32_MAX, INT64_MAX, PARTITION, out_of_range, whole_number
+from replog.cli.numbers import INT64_MAX, PARTITION, out_of_range, whole_number
 from replog.client import AdminError, TopicPartition
 from replog.core.errors import ErrorCode
 
+OPTION = "--offset-json-file"
 OFFSET_FILE_SHAPE = '{"partitions": [{"topic": "T", "partition": 0, "offset": 42}], "version": 1}'
 
 
@@ -66,35 +68,14 @@ def _delete(args: argparse.Namespace) -> int:
 
 def read_offset_file(path: str) -> dict[TopicPartition, int]:
     """kafka-delete-records' --offset-json-file, checked: AdminError names what is wrong."""
-    try:
-        with open(path, encoding="utf-8") as file:
-            document = json.load(file)
-    except OSError as error:
-        raise AdminError(f"cannot read --offset-json-file {path}: {error.strerror}",
-                         ErrorCode.INVALID_REQUEST) from None
-    except (ValueError, UnicodeDecodeError) as error:
-        raise AdminError(f"--offset-json-file {path} is not JSON: {error}", ErrorCode.INVALID_REQUEST) from None
-    entries = document.get("partitions") if isinstance(document, dict) else None
-    if not isinstance(entries, list) or not entries:
-        raise AdminError(f"--offset-json-file {path} must hold a non-empty \"partitions\" list, as in "
-                         f"{OFFSET_FILE_SHAPE}", ErrorCode.INVALID_REQUEST)
     offsets: dict[TopicPartition, int] = {}
-    for index, entry in enumerate(entries):
-        if not isinstance(entry, dict) or set(entry) != {"topic", "partition", "offset"}:
-            raise AdminError(f"--offset-json-file {path}: partitions[{index}] must have exactly \"topic\", "
-                             f"\"partition\" and \"offset\", not {json.dumps(entry)}", ErrorCode.INVALID_REQUEST)
-        topic, partition, offset = entry["topic"], entry["partition"], entry["offset"]
-        if not isinstance(topic, str) or not topic or any(
-                isinstance(n, bool) or not isinstance(n, int) for n in (partition, offset)):
-            raise AdminError(f"--offset-json-file {path}: partitions[{index}] needs a topic name and whole numbers "
-                             f"for partition and offset, not {json.dumps(entry)}", ErrorCode.INVALID_REQUEST)
-        for what, number, low, high in (("partition", partition, 0, INT32_MAX), ("offset", offset, -1, INT64_MAX)):
-            problem = out_of_range(number, low, high)
-            if problem:
-                raise AdminError(f"--offset-json-file {path}: partitions[{index}]'s {what}: {problem}",
-                                 ErrorCode.INVALID_REQUEST)
-        tp = TopicPartition(topic, partition)
-        if tp in offsets:
-            raise AdminError(f"--offset-json-file {path} names {tp} twice", ErrorCode.INVALID_REQUEST)
+    for index, tp, entry in partition_entries(OPTION, path, OFFSET_FILE_SHAPE, required=("offset",)):
+        offset = entry["offset"]
+        if not is_whole(offset):
+            raise file_error(OPTION, path, f"partitions[{index}] needs a whole number for its offset, not "
+                             f"{json.dumps(entry)}")
+        problem = out_of_range(offset, -1, INT64_MAX)
+        if problem:
+            raise file_error(OPTION, path, f"partitions[{index}]'s offset: {problem}")
         offsets[tp] = offset
     return offsets

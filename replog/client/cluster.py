@@ -33,6 +33,7 @@ class TopicError:
 class ClusterMetadata:
     cluster_id: str = ""
     brokers: Mapping[int, str] = field(default_factory=_empty)  # broker id -> "host:port"
+    racks: Mapping[int, str] = field(default_factory=_empty)  # broker id -> broker.rack, for brokers that set one
     controller_id: int = -1
     controller_address: str | None = None
     topics: Mapping[str, TopicDescription] = field(default_factory=_empty)
@@ -83,6 +84,7 @@ class ClusterMetadata:
         return _build(
             cluster_id=response.cluster_id,
             brokers={b.broker_id: f"{b.host}:{b.port}" for b in response.brokers},
+            racks={b.broker_id: b.rack for b in response.brokers if b.rack},
             controller_id=response.controller_id,
             controller_address=f"{controller.host}:{controller.port}" if controller is not None else None,
             topics=topics,
@@ -96,8 +98,9 @@ class ClusterMetadata:
         known = self._partitions.get(tp)
         if known is None or leader_id < 0 or leader_epoch <= known.leader_epoch:
             return self
-        brokers = dict(self.brokers)
+        brokers, racks = dict(self.brokers), dict(self.racks)
         brokers.update({e.broker_id: f"{e.host}:{e.port}" for e in endpoints})
+        racks.update({e.broker_id: e.rack for e in endpoints if e.rack})
         if leader_id not in brokers:
             return self
         described = self.topics[tp.topic]
@@ -110,6 +113,7 @@ class ClusterMetadata:
         return _build(
             cluster_id=self.cluster_id,
             brokers=brokers,
+            racks=racks,
             controller_id=self.controller_id,
             controller_address=self.controller_address,
             topics=topics,
@@ -130,6 +134,7 @@ def _build(**fields) -> ClusterMetadata:
     return ClusterMetadata(
         cluster_id=fields["cluster_id"],
         brokers=MappingProxyType(dict(brokers)),
+        racks=MappingProxyType(dict(fields["racks"])),
         controller_id=fields["controller_id"],
         controller_address=fields["controller_address"],
         topics=MappingProxyType(dict(topics)),

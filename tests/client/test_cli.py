@@ -642,3 +642,35 @@ def test_keys_a_command_config_holds_that_replog_does_not_read_are_named(capsys,
     assert err.splitlines()[0] == (
         f"replog: warning: --command-config {properties}: security.protocol, ssl.ca.file are not read; replog's "
         "client reads ssl.cafile, ssl.certfile, ssl.keyfile, ssl.server.name, bearer.token, bearer.token.file")
+
+
+def test_reassign_flags_that_do_not_fit_and_bad_plans_are_one_sentence(capsys, tmp_path):
+    plan, topics = tmp_path / "plan.json", tmp_path / "topics.json"
+    topics.write_text('{"topics": ["t"]}')
+    refused = [
+        (None, ["--topic", "t", "--replicas", "1,2"], "--topic and --partition go together"),
+        (None, ["--replicas", "1,2"], "--replicas needs --topic T --partition P"),
+        (None, ["--generate", "--broker-list", "1,2"],
+         "--generate needs --topics-to-move-json-file FILE and --broker-list"),
+        (None, ["--execute"], "--execute needs --reassignment-json-file FILE"),
+        (None, ["--cancel"], "--cancel needs --reassignment-json-file FILE (or --topic T --partition P)"),
+        (None, ["--verify", "--broker-list", "1"], "--topics-to-move-json-file and --broker-list go with --generate"),
+        (None, ["--execute", "--reassignment-json-file", str(plan), "--topic", "t", "--partition", "0"],
+         "--topic/--partition do not go with --execute"),
+        (None, ["--execute", "--reassignment-json-file", str(tmp_path / "none.json")],
+         "cannot read --reassignment-json-file"),
+        (None, ["--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "1,2"],
+         'topics[0] must be {"topic": NAME}, not "t"'),
+        ('{"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 1]}]}', ["--verify"],
+         "partitions[0]'s replicas must be a list of distinct broker ids, not [1, 1]"),
+        ('{"partitions": [{"topic": "t", "partition": 0, "replicas": [1], "log_dirs": ["/data"]}]}', ["--execute"],
+         'partitions[0]\'s log_dirs may only be "any"'),
+        ('{"partitions": [{"topic": "t", "partition": 0}]}', ["--execute"],
+         'partitions[0] must have "topic", "partition", "replicas" (and may have "log_dirs")'),
+    ]
+    for text, argv, message in refused:
+        if text is not None:
+            plan.write_text(text)
+            argv = [*argv, "--reassignment-json-file", str(plan)]
+        code, _out, err = run(capsys, "reassign", *argv, "--bootstrap", NOWHERE)
+        assert code == 1 and message in err and "Traceback" not in err and err.count("\n") == 1, (argv, err)

@@ -18,6 +18,15 @@ def test_an_answer_fills_brokers_controller_and_partitions():
     assert snapshot.partition_count("missing") is None and snapshot.leader_of(TopicPartition("x", 0)) == -1
 
 
+def test_brokers_racks_are_kept_for_those_that_set_one():
+    response = metadata_response({"t": [(1, 0)]})
+    response.brokers[0].rack, response.brokers[2].rack = "zone-a", "zone-c"
+    snapshot = ClusterMetadata().with_response(response, all_topics=True)
+    assert snapshot.racks == {1: "zone-a", 3: "zone-c"}
+    endpoint = common_pb2.BrokerEndpoint(broker_id=7, host="10.0.0.7", port=9092, rack="zone-b")
+    assert snapshot.with_leader_hint(TP, 7, 1, [endpoint]).racks == {1: "zone-a", 3: "zone-c", 7: "zone-b"}
+
+
 def test_a_leader_that_is_not_a_live_broker_is_no_leader():
     snapshot = metadata({"t": [(1, 0), (4, 0), (-1, 0)]})
     assert snapshot.leader_of(TopicPartition("t", 1)) == -1

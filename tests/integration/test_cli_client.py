@@ -83,7 +83,10 @@ def test_produced_lines_come_back_from_consume(replog):
 
 
 def test_dump_log_reads_each_replica_as_its_broker_wrote_it(replog, cluster):
-    replog("topics", "create", "cli-dump", "--partitions", "1", "--replication-factor", "3")
+    """The topic stores gzip and the leader's time, whatever the producer sent: every replica holds the
+    leader's batches, and the console consumer prints the leader's time."""
+    replog("topics", "create", "cli-dump", "--partitions", "1", "--replication-factor", "3",
+           "--config", "compression.type=gzip", "--config", "message.timestamp.type=LogAppendTime")
     lines = [f"dump {i}" for i in range(50)]
     replog("produce", "cli-dump", "--acks", "all", stdin="\n".join(lines) + "\n")
     for broker in cluster.status()["brokers"]:  # acks=all: every replica of the full ISR has appended them
@@ -92,6 +95,12 @@ def test_dump_log_reads_each_replica_as_its_broker_wrote_it(replog, cluster):
         dumped = [json.loads(line) for line in printed.splitlines()]
         assert [entry["value"] for entry in dumped if entry["kind"] == "record"] == lines, broker["id"]
         assert not [entry for entry in dumped if entry["kind"] == "problem"]
+        batches = [entry for entry in dumped if entry["kind"] == "batch"]
+        assert {(b["compression"], b["timestamp_type"]) for b in batches} == {("gzip", "LogAppendTime")}
+    appended_at = {b["max_timestamp"] for b in batches}
+    shown = replog("consume", "cli-dump", "--from-beginning", "--max-messages", "50", "--property",
+                   "print.timestamp=true").stdout.splitlines()
+    assert {line.partition("\t")[0] for line in shown} == {f"LogAppendTime:{ms}" for ms in appended_at}
 
     replog("consume", "cli-dump", "--group", "dump-g", "--from-beginning", "--max-messages", "50")
     directories = glob.glob(os.path.join(cluster.status()["brokers"][0]["data_dir"], "__consumer_offsets-*"))

@@ -1,9 +1,12 @@
 """Partition reassignment on a real cluster: a partition moves to other brokers under acks=all load
-without losing an acknowledged record; a reassignment in progress is listed and can be cancelled."""
+without losing an acknowledged record; a reassignment in progress is listed and can be cancelled; a
+generated plan moves a new broker's share onto it."""
 
+import json
 import os
 import threading
 import time
+from collections import Counter
 
 import pytest
 
@@ -92,3 +95,51 @@ def test_a_reassignment_in_progress_is_listed_and_a_cancel_restores_the_original
     nowhere = cluster("reassign", "--topic", "undo", "--partition", "0", "--replicas", "1,9", check=False)
     assert nowhere.returncode == 1 and "INVALID_REPLICA_ASSIGNMENT" in nowhere.stderr and "[9]" in nowhere.stderr
     assert "Traceback" not in nothing.stderr + nowhere.stderr
+
+
+def test_a_generated_plan_moves_a_new_brokers_share_onto_it_and_nothing_is_lost(cluster, tmp_path):
+    """As after broker 3 joins a cluster whose topics live on brokers 1 and 2: --generate proposes moving
+    its share of the replicas to it and no more, --execute --wait carries the plan out, --verify agrees."""
+    cluster("topics", "create", "spread-a", "--replica-assignment", "1:2,2:1,1:2,2:1")
+    cluster("topics", "create", "spread-b", "--replica-assignment", "1:2,2:1")
+    with Producer(bootstrap(cluster), acks="all") as producer:
+        sent = {(topic, p): [producer.send(topic, b"%s-%d-%d" % (topic.encode(), p, i), partition=p)
+                             for i in range(20)] for topic, count in (("spread-a", 4), ("spread-b", 2))
+                for p in range(count)}
+        sent = {tp: [f.result(30).offset for f in futures] for tp, futures in sent.items()}
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": "spread-a"}, {"topic": "spread-b"}]}))
+
+    out = cluster("reassign", "--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "1,2,3").stdout
+    lines = out.splitlines()
+    current = json.loads(lines[lines.index("Current partition replica assignment") + 1])
+    proposed = json.loads(lines[lines.index("Proposed partition reassignment configuration") + 1])
+    assert len(current["partitions"]) == 6 and lines[0] == "4 of 6 partitions change; 4 replicas move to other brokers."
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(proposed))
+    early = cluster("reassign", "--verify", "--reassignment-json-file", str(plan), check=False)
+    assert early.returncode == 1 and "There is no active reassignment of partition" in early.stdout
+
+    out = cluster("reassign", "--execute", "--reassignment-json-file", str(plan), "--wait").stdout
+    assert "Save this to use as the --reassignment-json-file option during rollback" in out
+    assert "4 of 4 partitions moved" in out and out.count("is completed.") == 4, out
+    verified = cluster("reassign", "--verify", "--reassignment-json-file", str(plan))
+    assert verified.stdout.count("is completed.") == 4
+
+    after = {(topic, p): list(info.replicas) for topic in ("spread-a", "spread-b")
+             for p, info in partitions(cluster, topic).items()}
+    load = Counter(b for replicas in after.values() for b in replicas)
+    assert sorted(load.values()) == [4, 4, 4] and load[3] == 4
+    with Consumer(bootstrap(cluster), auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition(*tp) for tp in sent])
+        read = {}
+        wait_for(lambda: read.update(((r.topic, r.partition, r.offset), r.value) for r in consumer.poll(200))
+                 or len(read) == 120, 30, "every record back after the moves")
+    assert sorted(read) == sorted((topic, p, offset) for (topic, p), offsets in sent.items() for offset in offsets)
+
+    for argv, said in ((("--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "1,2,9"),
+                        "--broker-list names broker 9, which is not live"),
+                       (("--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "1"),
+                        "has 2 replicas but the broker list names only 1 brokers")):
+        refused = cluster("reassign", *argv, check=False)
+        assert refused.returncode == 1 and said in refused.stderr and "Traceback" not in refused.stderr, refused

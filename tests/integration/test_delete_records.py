@@ -95,7 +95,7 @@ def test_the_command_deletes_every_partition_of_a_topic_and_says_what_is_wrong(c
                                         f"partition: {topic}-1\tlow_watermark: 7"]
     offsets.write_text(json.dumps({"partitions": [{"topic": topic, "partition": "1", "offset": 7}]}))
     for args, said in (
-        (("--offset-json-file", str(offsets)), "partitions[0] needs a topic name and whole numbers"),
+        (("--offset-json-file", str(offsets)), "partitions[0] needs a topic name and a whole number"),
         (("--offset-json-file", str(tmp_path / "missing.json")), "cannot read --offset-json-file"),
         (("--topic", topic), "--topic needs --offset"),
         (("--topic", topic, "--offset", "99"), "outside the partition's records"),
