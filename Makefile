@@ -148,12 +148,14 @@ test: bytecode
 test-fast: bytecode
 	@$(PY) -m pytest -q -m "not slow" tests
 
-# The whole chaos matrix on real clusters (about 10 minutes; tests/chaos), then the long form of
+# The whole chaos matrix on real clusters (about 10 minutes; tests/chaos), then 1,000 seeds of each
+# of the simulator's runs (about 6 minutes; `make test` runs 300, 100 and 60), then the long form of
 # the fuzzing of every RPC (tests/integration/test_security.py: 300 messages per RPC). Cutting brokers off
 # needs root for network namespaces; without it those scenarios are skipped. Rewrites the results
 # table in docs/RELIABILITY.md.
 chaos: bytecode
 	REPLOG_CHAOS=1 $(PY) -m pytest -q tests/chaos
+	REPLOG_SIM_SEEDS=1000 $(PY) -m pytest -q tests/sim -k seed
 	REPLOG_FUZZ_EXAMPLES=300 $(PY) -m pytest -q tests/integration/test_security.py -k every_rpc_survives
 
 # replog side by side with NATS JetStream (bench/peers): Debian's nats-server and the nats-py client.

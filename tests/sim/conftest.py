@@ -4,6 +4,9 @@
     REPLOG_SIM_SEED=1234 pytest tests/sim -k seed  the same, from the environment
     REPLOG_SIM_SEEDS=5000 pytest tests/sim -k seed  seeds 0..4999 instead of the default
 
+`make test` runs the defaults (300 seeds, 100 transaction seeds, 60 with DeleteRecords); `make chaos`
+runs 1,000 of each.
+
 The transaction runs (`test_txn_seed`, fixture `sim_txn_seed`) take the same options; by
 default they run seeds 0..DEFAULT_TXN_SEED_COUNT-1; the runs with DeleteRecords
 (`test_delete_records_seed`, fixture `sim_delete_seed`) 0..DEFAULT_DELETE_SEED_COUNT-1.
@@ -13,8 +16,8 @@ import os
 
 import pytest
 
-DEFAULT_SEED_COUNT = 600
-DEFAULT_TXN_SEED_COUNT = 200
+DEFAULT_SEED_COUNT = 300
+DEFAULT_TXN_SEED_COUNT = 100
 DEFAULT_DELETE_SEED_COUNT = 60
 
 

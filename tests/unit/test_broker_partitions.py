@@ -19,7 +19,7 @@ from replog.core.messages import PartitionState
 from replog.protocol import encode_batch
 from replog.storage import LogConfig
 
-HOSTED = 2000
+HOSTED = 1000
 SAMPLE = 100
 ROUNDS = 3
 # Opening the partitions past the first HOSTED may be at most this much slower than the first
