@@ -15,9 +15,16 @@ from replog.protocol.compression import Compression, compress, decompress
 from replog.protocol.errors import CorruptBatchError
 from replog.protocol.header import BatchHeader, read_header
 from replog.protocol.layout import (
+    ATTRIBUTES,
+    ATTRIBUTES_OFFSET,
+    BATCH_LENGTH,
     BATCH_LENGTH_MIN,
+    BATCH_LENGTH_OFFSET,
+    COMPRESSION_MASK,
     CONTROL_BIT,
+    CRC,
     CRC_FIELDS,
+    CRC_OFFSET,
     DELETE_HORIZON_BIT,
     HEADER,
     LOG_OVERHEAD,
@@ -157,21 +164,28 @@ def encode_like(header: BatchHeader, records: Sequence[Record], *, compression: 
 
 
 def recompress_batches(buf, headers: Sequence[BatchHeader], codec: Compression) -> bytes | None:
-    """The batches again, each one not in `codec` encoded anew in it, as Kafka's leader stores a producer's
+    """The batches again, each one not in `codec` compressed anew in it, as Kafka's leader stores a producer's
     batches on a topic whose compression.type names a codec; None when every batch is in `codec` already.
 
-    A batch keeps its offsets, timestamps, producer id, epoch and sequence, leader epoch and flags;
-    only its compression, size and CRC change. Control batches and batches without records stay as
-    they are. Raises CorruptBatchError when a batch's records do not decode.
+    A batch's records section is the same bytes whatever compresses it, so it is inflated and
+    compressed again, not decoded: offsets, timestamps, producer id, epoch and sequence, leader epoch
+    and flags stay; the codec bits, batchLength and CRC change. Control batches and batches without
+    records stay as they are. Raises CorruptBatchError when a batch does not inflate.
     """
     if all(h.compression_id == codec or h.is_control or not h.records_count for h in headers):
         return None
     pieces = []
     for header in headers:
+        start = header.position
         if header.compression_id == codec or header.is_control or not header.records_count:
-            pieces.append(bytes(buf[header.position:header.end]))
+            pieces.append(bytes(buf[start:header.end]))
             continue
-        pieces.append(encode_like(header, decode_batch(buf, header.position).records, compression=codec))
+        payload = compress(codec, bytes(records_section(buf, header)))
+        head = bytearray(buf[start:start + RECORDS_OFFSET])
+        BATCH_LENGTH.pack_into(head, BATCH_LENGTH_OFFSET, BATCH_LENGTH_MIN + len(payload))
+        ATTRIBUTES.pack_into(head, ATTRIBUTES_OFFSET, (header.attributes & ~COMPRESSION_MASK) | codec)
+        CRC.pack_into(head, CRC_OFFSET, crc32c.crc32c(payload, crc32c.crc32c(head[ATTRIBUTES_OFFSET:])))
+        pieces += (head, payload)
     return b"".join(pieces)
 
 

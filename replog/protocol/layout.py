@@ -66,7 +66,11 @@ HEADER = struct.Struct(">qiibIhiqqqhii")
 PREFIX = struct.Struct(">qiibI")
 CRC_FIELDS = struct.Struct(">hiqqqhii")
 BASE_OFFSET = struct.Struct(">q")
+BATCH_LENGTH = struct.Struct(">i")
 PARTITION_LEADER_EPOCH = struct.Struct(">i")
+CRC = struct.Struct(">I")
+ATTRIBUTES = struct.Struct(">h")
+TIMESTAMP = struct.Struct(">q")
 
 if HEADER.size != HEADER_SIZE or PREFIX.size != ATTRIBUTES_OFFSET:
     raise RuntimeError("the batch header structs disagree with the v2 layout")

@@ -8,25 +8,23 @@ timestamps as its own and sets its maxTimestamp; those lie inside the CRC'd
 range, so each batch is hashed again (records are still not re-encoded).
 """
 
-import struct
 from collections.abc import Iterable
 
 import crc32c
 
 from replog.protocol.header import BatchHeader
 from replog.protocol.layout import (
+    ATTRIBUTES,
     ATTRIBUTES_OFFSET,
     BASE_OFFSET,
+    CRC,
     CRC_OFFSET,
     MAX_TIMESTAMP_OFFSET,
     PARTITION_LEADER_EPOCH,
     PARTITION_LEADER_EPOCH_OFFSET,
+    TIMESTAMP,
     TIMESTAMP_TYPE_BIT,
 )
-
-_ATTRIBUTES = struct.Struct(">h")
-_TIMESTAMP = struct.Struct(">q")
-_CRC = struct.Struct(">I")
 
 
 def stamp_batches(
@@ -61,8 +59,8 @@ def stamp_log_append_time(buf: bytearray, headers: Iterable[BatchHeader], now_ms
     try:
         for header in headers:
             start = header.position
-            _ATTRIBUTES.pack_into(buf, start + ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_BIT)
-            _TIMESTAMP.pack_into(buf, start + MAX_TIMESTAMP_OFFSET, now_ms)
-            _CRC.pack_into(buf, start + CRC_OFFSET, crc32c.crc32c(view[start + ATTRIBUTES_OFFSET : header.end]))
+            ATTRIBUTES.pack_into(buf, start + ATTRIBUTES_OFFSET, header.attributes | TIMESTAMP_TYPE_BIT)
+            TIMESTAMP.pack_into(buf, start + MAX_TIMESTAMP_OFFSET, now_ms)
+            CRC.pack_into(buf, start + CRC_OFFSET, crc32c.crc32c(view[start + ATTRIBUTES_OFFSET : header.end]))
     finally:
         view.release()

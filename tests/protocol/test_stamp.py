@@ -1,6 +1,11 @@
 """The broker's writes into a producer's bytes: offsets and leader epoch without touching the CRC,
 LogAppendTime, and a topic's compression.type."""
 
+import gzip
+import struct
+
+import crc32c
+
 from replog.core.txn.markers import TxnMarker
 from replog.protocol import (
     Compression,
@@ -122,3 +127,21 @@ def test_an_uncompressed_topic_stores_a_producers_compressed_batch_plain():
     assert batch.compression is Compression.NONE and [(r.key, r.value, r.timestamp) for r in batch.records] == [
         (b"k", b"v", 5)]
     assert Compression.for_topic("producer") is None and Compression.for_topic("lz4") is Compression.LZ4
+
+
+def test_records_that_do_not_parse_inside_a_compressed_batch_show_once_stored_plain():
+    """Recompression moves the records section as it is: a compressed batch's records are walked only
+    once they lie uncompressed, so the check after recompressing catches what the producer hid."""
+    good = encode_batch([(b"k", b"v")], compression=Compression.GZIP, base_timestamp_ms=5)
+    payload = gzip.compress(b"\x7f" * 20)  # inflates, but to no record
+    head = bytearray(good[:61])
+    struct.pack_into(">i", head, 8, 49 + len(payload))
+    struct.pack_into(">I", head, 17, crc32c.crc32c(payload, crc32c.crc32c(bytes(head[21:]))))
+    hidden = bytes(head) + payload
+    assert validate_batches(hidden, max_message_bytes=1 << 20).ok, "a compressed batch's records are not walked"
+
+    stored = recompress_batches(hidden, validate_batches(hidden, max_message_bytes=1 << 20).headers,
+                                Compression.NONE)
+
+    checked = validate_batches(stored, max_message_bytes=1 << 20)
+    assert not checked.ok and checked.error.name == "CORRUPT_MESSAGE"
