@@ -8,13 +8,14 @@ STAMP := $(VENV)/.installed
 APT_STAMP := $(VENV)/.system-packages
 NODE_CLIENT := clients/node
 NODE_STAMP := $(NODE_CLIENT)/node_modules/.installed
+IMAGES_STAMP := $(VENV)/.test-images
 DEMO_DIR ?= .replog
 
 SPARK_DEMO_DIR ?= .replog-spark
 
 .PHONY: setup system-packages bytecode demo spark-demo bench-spark test test-fast proto proto-release clients lint down bench chaos clean dashboards dashboards-preview
 
-setup: $(STAMP) $(NODE_STAMP)
+setup: $(STAMP) $(NODE_STAMP) $(IMAGES_STAMP)
 
 # ZooKeeper's server jar and a headless Java come from Debian's packages, and so do a C
 # compiler and Python's headers for the consumer's record decoder when they are missing, and
@@ -62,6 +63,14 @@ $(STAMP): pyproject.toml setup.py replog/protocol/_records.c | $(APT_STAMP)
 	@touch $@
 
 # The Node client's packages, exactly as package-lock.json pins them.
+# What tests/chart builds the image from and that does not change with replog's code, as pulling base
+# images would be elsewhere: a Debian bookworm base image (debootstrap), the wheels of the
+# dependencies and the ZooKeeper image, in podman's store and ~/.cache/replog. Where podman cannot run
+# containers it says why, and the chart's pod tests are skipped.
+$(IMAGES_STAMP): pyproject.toml tests/chart/images.py tests/chart/zookeeper.Containerfile | $(STAMP)
+	$(PY) -m tests.chart.images
+	@touch $@
+
 $(NODE_STAMP): $(NODE_CLIENT)/package.json $(NODE_CLIENT)/package-lock.json | $(APT_STAMP)
 	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 18 ? 1 : 0)' || { \
 	  echo "clients/node needs Node.js 18 or later; this node is $$(node --version)"; exit 1; }

@@ -128,20 +128,35 @@ def build_context(wheelhouse: Path, directory: Path) -> Path:
     return context
 
 
+def prepare() -> str | None:
+    """What the images are built from and does not change with replog's code: the base image, the
+    wheelhouse and the ZooKeeper stand-in (`make setup` makes them, as pulling base images would be
+    elsewhere). Why podman cannot run containers here, or None once they are ready."""
+    problem = engine_problem()  # makes the base image where podman runs
+    if problem is not None:
+        return problem
+    ensure_wheelhouse()
+    if not image_exists(ZOOKEEPER_IMAGE):
+        podman("build", "--pull=never", "--network", "host", "--build-arg", f"BASE_IMAGE={BASE_IMAGE}",
+               "--tag", ZOOKEEPER_IMAGE, "--file", str(ZOOKEEPER_CONTAINERFILE), str(HERE),
+               timeout_s=BUILD_S_MAX)
+    return None
+
+
 def build_images() -> None:
-    """The replog image from the Dockerfile, and the ZooKeeper stand-in."""
-    ensure_base_image()
+    """The replog image from the Dockerfile, on what `prepare` made."""
     wheelhouse = ensure_wheelhouse()
     with tempfile.TemporaryDirectory(prefix="replog-build-") as directory:
         context = build_context(wheelhouse, Path(directory))
         podman("build", "--pull=never", "--network", "host", "--build-arg", f"PYTHON_IMAGE={BASE_IMAGE}",
                "--build-arg", "PIP_NO_INDEX=1", "--tag", IMAGE, "--file", str(ROOT / "Dockerfile"), str(context),
                timeout_s=BUILD_S_MAX)
-    if not image_exists(ZOOKEEPER_IMAGE):
-        podman("build", "--pull=never", "--network", "host", "--build-arg", f"BASE_IMAGE={BASE_IMAGE}",
-               "--tag", ZOOKEEPER_IMAGE, "--file", str(ZOOKEEPER_CONTAINERFILE), str(HERE),
-               timeout_s=BUILD_S_MAX)
 
 
 def image_size_bytes(name: str) -> int:
     return int(podman("image", "inspect", "--format", "{{.Size}}", name).stdout.strip())
+
+
+if __name__ == "__main__":
+    reason = prepare()
+    print(f"the chart's pod tests will be skipped: {reason}" if reason else "the chart tests' base images are ready")

@@ -107,7 +107,7 @@ def serving(cluster: Cluster, members: list[pods.PodPlan]) -> bool:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     started = time.monotonic()
-    problem = images.engine_problem()
+    problem = images.prepare()
     if problem:
         pytest.skip(f"the chart's pods cannot run here: {problem}")
     images.build_images()
