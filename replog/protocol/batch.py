@@ -56,7 +56,6 @@ __all__ = [
     "decode_body",
     "decode_section",
     "encode_batch",
-    "encode_like",
     "iter_batches",
     "iter_headers",
     "iter_records",
@@ -142,27 +141,6 @@ def encode_batch(
     return b"".join((prefix, crc_fields, payload))
 
 
-def encode_like(header: BatchHeader, records: Sequence[Record], *, compression: Compression | None = None,
-                base_timestamp_ms: int | None = None, delete_horizon_ms: int | None = None) -> bytes:
-    """`records` (a batch's, or some of them) encoded as a batch with `header`'s base offset, producer id,
-    epoch and sequence, leader epoch and flags (transactional, control, LogAppendTime), in its codec and
-    from its base timestamp unless others are given: the leader's recompression and the cleaner's rewrite."""
-    return encode_batch(
-        records,
-        base_offset=header.base_offset,
-        base_timestamp_ms=header.base_timestamp if base_timestamp_ms is None else base_timestamp_ms,
-        compression=header.compression if compression is None else compression,
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence,
-        partition_leader_epoch=header.partition_leader_epoch,
-        transactional=header.is_transactional,
-        control=header.is_control,
-        delete_horizon_ms=delete_horizon_ms,
-        log_append_time=header.is_log_append_time,
-    )
-
-
 def recompress_batches(buf, headers: Sequence[BatchHeader], codec: Compression) -> bytes | None:
     """The batches again, each one not in `codec` compressed anew in it, as Kafka's leader stores a producer's
     batches on a topic whose compression.type names a codec; None when every batch is in `codec` already.
@@ -172,12 +150,15 @@ def recompress_batches(buf, headers: Sequence[BatchHeader], codec: Compression) 
     and flags stay; the codec bits, batchLength and CRC change. Control batches and batches without
     records stay as they are. Raises CorruptBatchError when a batch does not inflate.
     """
-    if all(h.compression_id == codec or h.is_control or not h.records_count for h in headers):
+    def stays(header: BatchHeader) -> bool:
+        return header.compression_id == codec or header.is_control or not header.records_count
+
+    if all(map(stays, headers)):
         return None
     pieces = []
     for header in headers:
         start = header.position
-        if header.compression_id == codec or header.is_control or not header.records_count:
+        if stays(header):
             pieces.append(bytes(buf[start:header.end]))
             continue
         payload = compress(codec, bytes(records_section(buf, header)))

@@ -70,10 +70,9 @@ def producer_append(headers: Sequence[BatchHeader], transaction_version: int = 0
 def fill_produce_partition(result: broker_pb2.ProducePartitionResponse, error: ErrorCode, message: str = "",
                            base_offset: int = -1) -> None:
     result.error_code = int(error)
-    if error != ErrorCode.NONE:
-        result.error_message = message or error.name
     result.base_offset = base_offset if error == ErrorCode.NONE else -1
     if error != ErrorCode.NONE:
+        result.error_message = message or error.name
         result.log_append_time_ms = -1
 
 

@@ -37,7 +37,7 @@ from collections.abc import Iterator, Sequence
 
 from replog.core.txn.aborted import AbortedTxn
 from replog.core.txn.cleaning import CleanedTransactions, MarkerFate, marker_fate
-from replog.protocol import BatchHeader, DecodedBatch, Record, decode_batch, encode_like, read_header
+from replog.protocol import BatchHeader, DecodedBatch, Record, decode_batch, encode_batch, read_header
 from replog.protocol.control import decode_marker
 from replog.storage.config import LogConfig
 from replog.storage.files import CLEANED_SUFFIX, fsync_directory
@@ -196,8 +196,20 @@ def _clean_marker(header: BatchHeader, raw: bytes, transactions: CleanedTransact
 
 
 def _reencode(batch: DecodedBatch, kept: list[Record], *, delete_horizon_ms: int | None = None) -> bytes:
-    return encode_like(batch, kept, base_timestamp_ms=min(record.timestamp for record in kept),
-                       delete_horizon_ms=delete_horizon_ms)
+    return encode_batch(
+        kept,
+        base_offset=batch.base_offset,
+        base_timestamp_ms=min(record.timestamp for record in kept),
+        compression=batch.compression,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        partition_leader_epoch=batch.partition_leader_epoch,
+        transactional=batch.is_transactional,
+        control=batch.is_control,
+        delete_horizon_ms=delete_horizon_ms,
+        log_append_time=batch.is_log_append_time,
+    )
 
 
 def _swap(old: LogSegment, cleaned: LogSegment) -> None:

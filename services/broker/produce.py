@@ -8,7 +8,7 @@ refused with a reason before the core sees it; the bytes then go to the log
 untouched except for the header fields the leader stamps (offsets and epoch,
 and on a LogAppendTime topic the timestamp type and maxTimestamp), unless the
 topic's compression.type names a codec other than the producer's: then the
-leader encodes those batches anew in it, as Kafka's does. What is
+leader compresses those batches anew in it, as Kafka's does. What is
 answered and when is the core's to say: it tells whether a CompleteProduce
 follows (never for acks=0) and answers REQUEST_TIMED_OUT itself at the
 request's timeout. A transaction's first batch on a partition waits for its
@@ -158,7 +158,7 @@ class _Refused(Exception):
 
 def _stored_form(records: bytes, config: LogConfig, wall: int) -> tuple[bytes, list[BatchHeader]]:
     """The producer's batches as the leader appends them, and their headers: checked (CRC, sizes, what the
-    topic's configs demand of the records at the wall clock `wall`), and encoded anew where the topic's
+    topic's configs demand of the records at the wall clock `wall`), and compressed anew where the topic's
     compression.type names another codec than the producer's (Kafka's leader does the same). _Refused
     says why not."""
     checked = validate_batches(records, max_message_bytes=config.max_message_bytes)
