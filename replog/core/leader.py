@@ -72,6 +72,7 @@ class _Waiter:
     base_offset: int
     last_offset: int
     deadline_ms: int
+    first_max_timestamp: int = -1  # a retried batch's, as first appended
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,17 +200,19 @@ class LeaderRole:
         """A retried batch is not appended again: it is answered with the offsets it got the first time,
         once those are committed when it asks for acks=all (Kafka's DUPLICATE_SEQUENCE_NUMBER case)."""
         if request.acks != ACKS_ALL or original.last_offset < self._log.high_watermark:
-            self._answer(request, ErrorCode.NONE, original.first_offset)
+            self._answer(request, ErrorCode.NONE, original.first_offset, first_max_timestamp=original.max_timestamp)
             return
-        waiter = _Waiter(request.request_id, original.first_offset, original.last_offset, now_ms + request.timeout_ms)
+        waiter = _Waiter(request.request_id, original.first_offset, original.last_offset, now_ms + request.timeout_ms,
+                         original.max_timestamp)
         index = len(self._waiters)
         while index > 0 and self._waiters[index - 1].last_offset > original.last_offset:
             index -= 1
         self._waiters.insert(index, waiter)
 
-    def _answer(self, request: ProduceRequest, error: ErrorCode, base_offset: int = -1, message: str = "") -> None:
+    def _answer(self, request: ProduceRequest, error: ErrorCode, base_offset: int = -1, message: str = "",
+                first_max_timestamp: int = -1) -> None:
         if answers_produce(request.acks):
-            self._outbox.complete(CompleteProduce(request.request_id, error, base_offset, message))
+            self._outbox.complete(CompleteProduce(request.request_id, error, base_offset, message, first_max_timestamp))
 
     # -- DeleteRecords --------------------------------------------------------
 
@@ -340,7 +343,8 @@ class LeaderRole:
             )
         while self._waiters and self._waiters[0].last_offset < high_watermark:
             waiter = self._waiters.popleft()
-            self._outbox.complete(CompleteProduce(waiter.request_id, ErrorCode.NONE, waiter.base_offset))
+            self._outbox.complete(CompleteProduce(waiter.request_id, ErrorCode.NONE, waiter.base_offset,
+                                                  first_max_timestamp=waiter.first_max_timestamp))
 
     def _fail_waiters(self, error: ErrorCode) -> None:
         while self._waiters:

@@ -38,6 +38,7 @@ class MemoryBatch:
     transactional: bool = False
     # A control batch: the COMMIT or ABORT marker it carries (its one record is opaque here).
     marker: TxnMarker | None = None
+    max_timestamp: int = -1
 
     @property
     def last_offset(self) -> int:
@@ -52,7 +53,7 @@ class MemoryBatch:
         control = self.marker is not None
         return BatchInfo(self.base_offset, self.last_offset, self.leader_epoch, self.size_bytes, self.producer_id,
                          self.producer_epoch, self.base_sequence, self.transactional or control, control,
-                         self.marker)
+                         self.marker, self.max_timestamp)
 
 
 class MemoryLog:

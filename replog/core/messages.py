@@ -274,6 +274,7 @@ class CompleteProduce:
     error: ErrorCode
     base_offset: int = -1
     message: str = ""  # what was wrong, when the error alone does not say (a producer's epoch, ...)
+    first_max_timestamp: int = -1  # a retried batch's maxTimestamp as first appended (else -1)
 
 
 @dataclass(frozen=True, slots=True)

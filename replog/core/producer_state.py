@@ -94,6 +94,7 @@ class ProducerAppend:
     last_sequence: int
     transactional: bool = False
     leader_add: bool = False
+    max_timestamp: int = -1  # the header's maxTimestamp as stored (a LogAppendTime topic's: the leader's time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +103,7 @@ class CachedBatch:
     last_sequence: int
     first_offset: int
     last_offset: int
+    max_timestamp: int = -1  # what a retry of it is answered with on a LogAppendTime topic
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +279,8 @@ class ProducerStates:
     def update(self, append: ProducerAppend, first_offset: int, last_offset: int, timestamp_ms: int) -> None:
         """A batch of the producer's was appended (by the leader, or fetched by a follower)."""
         entry = self._entries.get(append.producer_id)
-        cached = CachedBatch(append.first_sequence, append.last_sequence, first_offset, last_offset)
+        cached = CachedBatch(append.first_sequence, append.last_sequence, first_offset, last_offset,
+                             append.max_timestamp)
         if entry is None:
             entry = ProducerEntry(append.producer_id, append.producer_epoch, (), timestamp_ms)
         if append.producer_epoch > entry.epoch:

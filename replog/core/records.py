@@ -23,6 +23,7 @@ class BatchInfo:
     transactional: bool = False
     control: bool = False
     marker: TxnMarker | None = None  # a control batch's transaction marker, as the driver read it
+    max_timestamp: int = -1
 
     @property
     def next_offset(self) -> int:
@@ -34,4 +35,5 @@ class BatchInfo:
         if self.producer_id == NO_PRODUCER_ID or self.control:
             return None
         return ProducerAppend(self.producer_id, self.producer_epoch, self.base_sequence,
-                              last_sequence(self.base_sequence, self.last_offset - self.base_offset + 1), self.transactional)
+                              last_sequence(self.base_sequence, self.last_offset - self.base_offset + 1),
+                              self.transactional, max_timestamp=self.max_timestamp)

@@ -61,7 +61,8 @@ def producer_append(headers: Sequence[BatchHeader], transaction_version: int = 0
                 f"{header.base_sequence}; neither may be negative")
     return ProducerAppend(header.producer_id, header.producer_epoch, header.base_sequence,
                           last_sequence(header.base_sequence, header.last_offset_delta + 1), header.is_transactional,
-                          leader_add=header.is_transactional and transaction_version >= 2)
+                          leader_add=header.is_transactional and transaction_version >= 2,
+                          max_timestamp=header.max_timestamp)
 
 
 # -- a produce's answer ----------------------------------------------------------------------
@@ -184,7 +185,7 @@ def batch_infos(records: bytes) -> tuple[BatchInfo, ...]:
         marker = decode_marker(decode_batch(records, position)) if header.is_control else None
         infos.append(BatchInfo(header.base_offset, header.last_offset, header.partition_leader_epoch, header.size,
                                header.producer_id, header.producer_epoch, header.base_sequence,
-                               header.is_transactional, header.is_control, marker))
+                               header.is_transactional, header.is_control, marker, header.max_timestamp))
         position += header.size
     return tuple(infos)
 

@@ -1,11 +1,12 @@
 """Producers' state on disk: `<offset>.snapshot` files beside a partition's segments.
 
 A snapshot holds every producer the partition knew, with its epoch, its last
-five batches, the coordinator epoch of its latest marker and the first offset
-of its open transaction, as of the log end `offset` it is named after (Kafka
-names its producer snapshots the same way, and keeps the same fields). Version
-2 added the last two; a version 1 snapshot reads as producers with no
-transaction open. A restarted broker loads the latest snapshot
+five batches (sequences, offsets and maxTimestamp), the coordinator epoch of
+its latest marker and the first offset of its open transaction, as of the log
+end `offset` it is named after (Kafka names its producer snapshots the same
+way, and keeps the same fields). Version 2 added the last two; a version 1
+snapshot reads as producers with no transaction open. Version 3 added the
+batches' maxTimestamp; older batches read without one (-1). A restarted broker loads the latest snapshot
 at or below the log end and reads only the batches after it, instead of the
 whole log. Snapshots are written when a segment rolls and when the log closes;
 a truncation deletes those past the new log end; the two newest are kept.
@@ -33,8 +34,8 @@ from replog.protocol.control import decode_marker
 from replog.storage.files import TEMP_SUFFIX, fsync_directory
 
 SNAPSHOT_SUFFIX = ".snapshot"
-SNAPSHOT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SNAPSHOT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 SNAPSHOTS_KEPT = 2
 READ_BYTES = 1 << 20
 
@@ -58,7 +59,8 @@ class ProducerSnapshots:
     def write(self, offset: int, entries: Sequence[ProducerEntry]) -> None:
         document = {"version": SNAPSHOT_VERSION, "offset": offset, "producers": [
             {"producer_id": e.producer_id, "epoch": e.epoch,
-             "batches": [[b.first_sequence, b.last_sequence, b.first_offset, b.last_offset] for b in e.batches],
+             "batches": [[b.first_sequence, b.last_sequence, b.first_offset, b.last_offset, b.max_timestamp]
+                         for b in e.batches],
              "coordinator_epoch": e.coordinator_epoch, "current_txn_first_offset": e.current_txn_first_offset}
             for e in entries]}
         path = self._path(offset)
@@ -137,4 +139,5 @@ def _producer_item(records, header) -> ProducerAppend | TxnMarker | None:
     if header.is_control:
         return decode_marker(decode_batch(records, header.position))
     return ProducerAppend(header.producer_id, header.producer_epoch, header.base_sequence,
-                          last_sequence(header.base_sequence, header.last_offset_delta + 1), header.is_transactional)
+                          last_sequence(header.base_sequence, header.last_offset_delta + 1), header.is_transactional,
+                          max_timestamp=header.max_timestamp)

@@ -98,6 +98,9 @@ async def answer_produce(pending: PendingProduce) -> broker_pb2.ProduceResponse:
     for result, waiter in pending.waits:
         completion = await asyncio.shield(waiter)
         fill_produce_partition(result, completion.error, completion.message, base_offset=completion.base_offset)
+        if completion.first_max_timestamp >= 0 and result.log_append_time_ms >= 0:
+            # A retry answered with its first append's offsets gets that append's time too, as stored.
+            result.log_append_time_ms = completion.first_max_timestamp
     if pending.waits:
         metrics.REMOTE_TIME.labels("Produce").observe(time.perf_counter() - pending.appended_s)
     return pending.response
@@ -133,6 +136,8 @@ def _append(
     if config.log_append_time:
         stamp_log_append_time(buf, headers, wall)
         result.log_append_time_ms = wall
+        if producer is not None:
+            producer = replace(producer, max_timestamp=wall)
     produce = ProduceRequest(0, buf, record_count, request.acks, request.timeout_ms,
                              data.current_leader_epoch, producer)
     metrics.BYTES_IN.labels(key.topic).inc(len(received))

@@ -26,14 +26,17 @@ from .harness import Node, RecordingSink, catch_up, partition_state
 PID = 7
 
 
-def batch(sequence: int, count: int = 1, epoch: int = 0, pid: int = PID) -> ProducerAppend:
-    return ProducerAppend(pid, epoch, sequence, last_sequence(sequence, count))
+def batch(sequence: int, count: int = 1, epoch: int = 0, pid: int = PID, max_timestamp: int = -1) -> ProducerAppend:
+    return ProducerAppend(pid, epoch, sequence, last_sequence(sequence, count), max_timestamp=max_timestamp)
 
 
-def produce(request_id, sequence: int, count: int = 1, epoch: int = 0, acks: int = 1) -> ProduceRequest:
+def produce(request_id, sequence: int, count: int = 1, epoch: int = 0, acks: int = 1,
+            max_timestamp: int = -1) -> ProduceRequest:
     records = (MemoryBatch(tuple(b"%s-%d" % (str(request_id).encode(), i) for i in range(count)),
-                           producer_id=PID, producer_epoch=epoch, base_sequence=sequence),)
-    return ProduceRequest(request_id, records, count, acks, 1_000, -1, batch(sequence, count, epoch))
+                           producer_id=PID, producer_epoch=epoch, base_sequence=sequence,
+                           max_timestamp=max_timestamp),)
+    return ProduceRequest(request_id, records, count, acks, 1_000, -1, batch(sequence, count, epoch,
+                                                                             max_timestamp=max_timestamp))
 
 
 @pytest.mark.parametrize(("known", "sent", "error"), [
@@ -81,6 +84,25 @@ def test_a_retried_batch_is_answered_with_its_first_offset_and_not_appended_agai
     leader.replica.handle_produce(produce("b", 3), 2)
     assert leader.apply().completions[0].base_offset == 3
     assert leader.log.log_end_offset == 4
+
+
+def test_a_retry_is_answered_with_the_time_its_first_append_stored_on_the_leader_and_on_a_new_one():
+    """On a LogAppendTime topic each attempt is stamped with the leader's clock when it arrives; the
+    answer to a retry carries the first attempt's time, which is what the log holds."""
+    one, two, state = two_replicas()
+    one.replica.handle_produce(produce("a", 0, count=2, max_timestamp=1_000), 0)
+    assert one.apply().completions[0].first_max_timestamp == -1, "a first append is answered with its own time"
+    one.replica.handle_produce(produce("a-again", 0, count=2, max_timestamp=2_000), 1)
+    assert one.apply().completions[0].first_max_timestamp == 1_000
+    one.replica.handle_produce(produce("a-all", 0, count=2, acks=ACKS_ALL, max_timestamp=3_000), 2)
+    assert one.apply().completions == ()
+    catch_up(two, one, 3)
+    assert [(c.request_id, c.first_max_timestamp) for c in one.completions if c.request_id == "a-all"] == \
+        [("a-all", 1_000)], "an acks=all retry waits for its original to commit and carries its time"
+    two.replica.handle_leader_and_isr(replace(state, leader=2, leader_epoch=2, isr=(2,), partition_epoch=1), 5)
+    two.apply()
+    two.replica.handle_produce(produce("a-new-leader", 0, count=2, max_timestamp=5_000), 6)
+    assert two.apply().completions[-1].first_max_timestamp == 1_000, "the follower kept the time it fetched"
 
 
 def two_replicas() -> tuple[Node, Node, PartitionState]:

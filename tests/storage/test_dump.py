@@ -137,11 +137,12 @@ def test_index_entries_that_point_at_no_batch_are_problems(open_log, partition_d
 
 def test_a_producer_snapshot_lists_its_producers(partition_dir):
     partition_dir.mkdir(parents=True)
-    ProducerSnapshots(partition_dir).write(12, [ProducerEntry(7, 2, (CachedBatch(0, 4, 3, 7),), 0, 5, 3)])
+    ProducerSnapshots(partition_dir).write(12, [ProducerEntry(7, 2, (CachedBatch(0, 4, 3, 7, START_MS),), 0, 5, 3)])
     assert list(dump(partition_dir / "00000000000000000012.snapshot")) == [
         {"kind": "producer", "producer_id": 7, "producer_epoch": 2, "coordinator_epoch": 5,
          "current_txn_first_offset": 3,
-         "batches": [{"first_sequence": 0, "last_sequence": 4, "first_offset": 3, "last_offset": 7}]}]
+         "batches": [{"first_sequence": 0, "last_sequence": 4, "first_offset": 3, "last_offset": 7,
+                      "max_timestamp": START_MS}]}]
 
 
 def test_the_internal_topics_records_read_as_what_they_say(open_log, partition_dir):
@@ -188,7 +189,7 @@ TXN_ENTRY = struct.Struct(">hqqqq")
     ("00000000000000000000.snapshot", b'{"version":2,"offset":0,"producers":[1]}',
      "not a producer snapshot: its producers are not a snapshot's list of producers"),
     ("00000000000000000000.snapshot", b'{"version":99,"offset":0,"producers":[]}',
-     "not a producer snapshot: its version is 99; this build reads (1, 2)"),
+     "not a producer snapshot: its version is 99; this build reads (1, 2, 3)"),
     ("00000000000000000007.snapshot", b'{"version":2,"offset":0,"producers":[]}',
      "it says it holds the producers at offset 0, its name 7"),
     ("00000000000000000000.index", b"\x00" * 9, "the last 1 bytes are not a whole 8-byte entry"),

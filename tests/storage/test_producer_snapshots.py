@@ -8,7 +8,7 @@ from replog.core.epoch_cache import EpochEndOffset
 from replog.core.errors import ErrorCode
 from replog.core.messages import FetchResponse, PartitionState, ProduceRequest
 from replog.core.partition_driver import PartitionDriver, load_producers
-from replog.core.producer_state import CACHED_BATCHES_MAX, ProducerAppend, ProducerEntry
+from replog.core.producer_state import CACHED_BATCHES_MAX, CachedBatch, ProducerAppend, ProducerEntry
 from replog.core.replica import PartitionReplica
 from replog.core.topic_partition import TopicPartition
 from replog.core.txn.markers import TxnMarker
@@ -164,6 +164,16 @@ def test_a_version_1_snapshot_reads_as_producers_without_transactions(tmp_path):
     (entry,) = ProducerSnapshots(tmp_path).latest(10)[1]
     assert (entry.epoch, entry.batches[0].last_offset, entry.in_transaction, entry.coordinator_epoch) == (2, 8, False,
                                                                                                        -1)
+
+
+def test_each_batchs_max_timestamp_is_kept_and_a_version_2_batch_reads_without_one(tmp_path):
+    snapshots = ProducerSnapshots(tmp_path)
+    entry = ProducerEntry(7, 2, (CachedBatch(0, 3, 5, 8, 1_700_000_000_000),), 0)
+    snapshots.write(9, [entry])
+    assert snapshots.latest(9) == (9, (entry,))
+    (tmp_path / f"{10:020d}.snapshot").write_text(
+        '{"version": 2, "offset": 10, "producers": [{"producer_id": 7, "epoch": 2, "batches": [[0, 3, 5, 8]]}]}')
+    assert ProducerSnapshots(tmp_path).latest(10)[1][0].batches == (CachedBatch(0, 3, 5, 8, -1),)
 
 
 def test_the_log_gives_back_transactional_batches_and_markers_for_a_rebuild(open_log):

@@ -68,6 +68,17 @@ def test_a_log_append_time_topic_stores_and_answers_the_leaders_time(tmp_path):
     assert batch.is_log_append_time and [r.timestamp for r in batch.records] == [answer.log_append_time_ms]
 
 
+def test_a_retried_idempotent_batch_is_answered_with_the_time_its_first_append_stored(tmp_path, monkeypatch):
+    clock = iter(range(5_000_000, 6_000_000, 1_000))  # the leader's wall clock, a second on at each produce
+    monkeypatch.setattr("replog.broker.produce.wall_ms", lambda: next(clock))
+    first = encode_batch([(None, b"v")], producer_id=7, producer_epoch=0, base_sequence=0)
+    answers, stored = produce_each(tmp_path, "appended", [first, first])
+
+    assert [(ErrorCode(a.error_code), a.base_offset) for a in answers] == [(ErrorCode.NONE, 0)] * 2
+    assert [a.log_append_time_ms for a in answers] == [5_000_000] * 2, "the retry's own arrival is not the time"
+    assert [r.timestamp for b in stored for r in b.records] == [5_000_000], "stored once"
+
+
 def test_a_create_time_an_hour_ahead_of_the_broker_is_refused_and_a_create_time_topic_answers_no_append_time(tmp_path):
     now = time.time_ns() // 1_000_000
     ahead, current = (encode_batch([(None, value)], base_timestamp_ms=ms) for value, ms in
