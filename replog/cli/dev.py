@@ -25,8 +25,9 @@ def add_commands(commands: Any) -> None:
     up.add_argument("--brokers", type=int, default=3, help="number of brokers, 1 to 100 (default 3)")
     up.add_argument("--controllers", type=int, default=2, help="number of controllers, 1 to 100 (default 2)")
     _data_dir(up)
-    up.add_argument("--zookeeper", metavar="HOST:PORT",
-                    help="use this running ZooKeeper instead of starting one")
+    up.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                    help="use this running ZooKeeper instead of starting one; with a chroot (host:port/name), "
+                    "several clusters share one ZooKeeper, each under its own path")
     up.add_argument("--base-port", type=int, default=0,
                     help="first of the consecutive ports to use (default 0: free ports)")
     up.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",

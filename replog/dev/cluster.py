@@ -12,7 +12,7 @@ import signal
 from collections.abc import Mapping
 from typing import Any
 
-from replog.config import host_port
+from replog.config import zookeeper_hosts
 from replog.core.invariant import require
 from replog.dev import prometheus
 from replog.dev import tls as dev_tls
@@ -87,7 +87,7 @@ def up(
     if monitoring and cluster.prometheus is None:
         taken = {int(address.rsplit(":", 1)[1]) for member in cluster.members()
                  for address in (member.address, member.metrics_address)}
-        taken.add(int(cluster.zookeeper_address.rsplit(":", 1)[1]))
+        taken.update(address.port for address in zookeeper_hosts(cluster.zookeeper_address))
         cluster.state["prometheus"] = {"address": f"{HOST}:{free_port(HOST, taken)}", "pid": None}
     cluster.save()
     try:
@@ -106,9 +106,9 @@ def up(
 
 def _check_zookeeper_address(address: str) -> None:
     try:
-        host_port(address)
+        zookeeper_hosts(address)
     except ValueError as error:
-        raise DevError(f"--zookeeper {address!r} is not HOST:PORT ({error}).") from None
+        raise DevError(f"--zookeeper {address!r} is not HOST:PORT[,HOST:PORT...][/chroot] ({error}).") from None
 
 
 def _existing_or_new(

@@ -128,8 +128,7 @@ class Cluster:
     def zookeeper_alive(self) -> bool:
         zk = self.state["zookeeper"]
         if zk["external"]:
-            host, port = zk["address"].rsplit(":", 1)
-            return zookeeper.is_ready(host, int(port))
+            return zookeeper.any_ready(zk["address"])
         return is_alive(zk["pid"], self.zookeeper_marker)
 
     @property

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 
-from replog.config import host_port
 from replog.core.invariant import require
 from replog.dev import prometheus, zookeeper
 from replog.dev.cluster_file import Cluster, Member
@@ -66,18 +65,17 @@ def start_prometheus(cluster: Cluster) -> None:
 def check_external_zookeeper(address: str, *, created: bool) -> None:
     """DevError unless the ZooKeeper given with --zookeeper answers; `created`: nothing of the cluster was
     written yet, which the message says."""
-    given = host_port(address)
-    if not zookeeper.is_ready(given.host, given.port):
+    if not zookeeper.any_ready(address):
         raise DevError(f"no ZooKeeper answers at {address} (given with --zookeeper)"
                        + ("; nothing was created." if created else "."))
 
 
 def start_zookeeper(cluster: Cluster) -> None:
     zk = cluster.state["zookeeper"]
-    host, port = zk["address"].rsplit(":", 1)
     if zk["external"]:
         check_external_zookeeper(zk["address"], created=False)
         return
+    host, port = zk["address"].rsplit(":", 1)
     if is_alive(zk["pid"], cluster.zookeeper_marker):
         return
     if port_in_use(host, int(port)):

@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 
+from replog.config import zookeeper_hosts
 from replog.dev.processes import DevError, spawn, wait_until
 
 ZOOKEEPER_JAR = "/usr/share/java/zookeeper.jar"
@@ -70,6 +71,11 @@ def is_ready(host: str, port: int) -> bool:
     except OSError:
         return False
     return answer.startswith(b"Zookeeper version:") and b"Mode:" in answer
+
+
+def any_ready(connect: str) -> bool:
+    """Whether a server of `zookeeper.connect` (host:port[,host:port...][/chroot]) serves."""
+    return any(is_ready(address.host, address.port) for address in zookeeper_hosts(connect))
 
 
 def wait_ready(host: str, port: int, *, timeout_s: float = READY_WAIT_S_MAX) -> bool:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from replog.dev import cluster as local
+from replog.dev import zookeeper
+from replog.dev.ports import HOST
+from replog.dev.processes import free_port, stop_processes
 
 REPLOG = [sys.executable, "-m", "replog.cli.main"]
 COMMAND_TIMEOUT_S = 120
@@ -49,6 +55,10 @@ class LocalCluster:
 
     def up(self, *extra: str) -> None:
         self("dev", "up", *extra)
+
+    def up_sharing_zookeeper(self, *extra: str) -> None:
+        """`dev up` on the suite's ZooKeeper, under a chroot of its own, for a test that never stops ZooKeeper."""
+        self.up("--zookeeper", SHARED_ZOOKEEPER.chroot(os.path.basename(os.path.dirname(self.data_dir))), *extra)
 
     def down(self, *, kill: bool = False) -> None:
         """Stop the cluster with `replog dev down`; `kill`: SIGKILL it in this process, for a cluster thrown
@@ -97,11 +107,53 @@ def dev_status(data_dir: str) -> dict[str, Any]:
     return json.loads(json.dumps(local.status(local.Cluster.load(data_dir))))
 
 
+class SharedZooKeeper:
+    """One ZooKeeper for the suite's module clusters, each under a chroot of its own (`dev up --zookeeper
+    host:port/chroot`): started on first use, stopped at the session's end (tests/conftest.py). A JVM's
+    start is a good part of a cluster's, and no module cluster's test stops its ZooKeeper."""
+
+    def __init__(self) -> None:
+        self._address: str | None = None
+        self._pid: int | None = None
+        self._folder = ""
+        self._chroots = itertools.count(1)
+
+    def chroot(self, name: str) -> str:
+        """zookeeper.connect for a new cluster: the shared server and a chroot no other cluster has."""
+        if self._address is None:
+            self._start()
+        return f"{self._address}/{name}-{next(self._chroots)}"
+
+    @property
+    def address(self) -> str:
+        if self._address is None:
+            self._start()
+        return self._address
+
+    def _start(self) -> None:
+        self._folder = tempfile.mkdtemp(prefix="replog-tests-zookeeper-")
+        port = free_port(HOST)
+        self._pid = zookeeper.start(self._folder, HOST, port, os.path.join(self._folder, "zookeeper.log"))
+        wait_for(lambda: zookeeper.is_ready(HOST, port), zookeeper.READY_WAIT_S_MAX,
+                 "the suite's ZooKeeper to serve")
+        self._address = f"{HOST}:{port}"
+
+    def stop(self) -> None:
+        if self._pid is not None:
+            stop_processes([(self._pid, os.path.join(self._folder, "zoo.cfg"))], grace_s=0)
+            shutil.rmtree(self._folder, ignore_errors=True)
+        self._address = self._pid = None
+
+
+SHARED_ZOOKEEPER = SharedZooKeeper()
+
+
 def started(tmp_path_factory, name: str, *up_args: str) -> Iterator[LocalCluster]:
-    """A module fixture's body: a cluster started with `replog dev up` and these arguments, always torn down."""
+    """A module fixture's body: a cluster started with `replog dev up` and these arguments, on the suite's
+    ZooKeeper under a chroot of its own, always torn down."""
     local = LocalCluster(str(tmp_path_factory.mktemp(name) / "data"))
     try:
-        local.up(*up_args)
+        local.up_sharing_zookeeper(*up_args)
         yield local
     finally:
         local.down(kill=True)

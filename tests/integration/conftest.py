@@ -1,7 +1,7 @@
 import pytest
 
 from replog.client import Admin
-from tests.integration.cluster import LocalCluster, client_certificate, started, started_tls
+from tests.integration.cluster import SHARED_ZOOKEEPER, LocalCluster, client_certificate, started, started_tls
 
 
 @pytest.fixture(scope="module")
@@ -12,10 +12,9 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def zookeeper(tmp_path_factory):
-    """The address of a real ZooKeeper (in the smallest local cluster), for in-process tests that
-    give each scenario a chroot of its own."""
-    for local in started(tmp_path_factory, "zookeeper", "--brokers", "1", "--controllers", "1"):
-        yield local.status()["zookeeper"]["address"]
+    """The address of a real ZooKeeper (the suite's), for in-process tests that give each scenario a
+    chroot of its own."""
+    return SHARED_ZOOKEEPER.address
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ def leaders(cluster, topic: str) -> dict[int, int]:
 
 
 def test_the_leader_rebalance_moves_leadership_back_by_itself(new_cluster):
-    new_cluster.up("--brokers", "3", "--controllers", "1", "--config", "leader.imbalance.check.interval.seconds=1")
+    new_cluster.up_sharing_zookeeper("--brokers", "3", "--controllers", "1",
+                                     "--config", "leader.imbalance.check.interval.seconds=1")
     cluster = new_cluster
     cluster("topics", "create", "balanced", "--partitions", "3", "--replication-factor", "3")
     preferred = {p: m.replicas[0] for p, m in partitions(cluster, "balanced").items()}

@@ -17,7 +17,7 @@ from replog.api.controller.v1 import controller_pb2, controller_pb2_grpc
 from replog.client import Producer
 from replog.core.topic_partition import TopicPartition
 from replog.zk.store import MetadataStore, VersionedState
-from tests.integration.cluster import LocalCluster, wait_for
+from tests.integration.cluster import LocalCluster, started, wait_for
 from tests.integration.test_admin_support import bootstrap, broker_epoch, in_zookeeper
 from tests.replicas import batches, tear_last_segment
 
@@ -34,10 +34,8 @@ RECORDS = 30
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    local = LocalCluster(str(tmp_path_factory.mktemp("epochs") / "data"))
-    local.up("--brokers", "3", "--controllers", "1", "--config", f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}")
-    yield local
-    local.down(kill=True)
+    yield from started(tmp_path_factory, "epochs", "--brokers", "3", "--controllers", "1",
+                       "--config", f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}")
 
 
 def partition_dir(cluster: LocalCluster, broker: int) -> str:

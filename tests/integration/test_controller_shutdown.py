@@ -97,7 +97,7 @@ def test_a_broker_shutting_down_hands_over_its_leaderships_and_is_kept_out_until
 def test_a_broker_stopped_again_soon_after_its_restart_hands_over_every_leadership_again(new_cluster):
     """A rolling restart that comes round to a broker twice: its second controlled shutdown must
     find it an ordinary broker again (out of the shutting-down set, back in the ISRs)."""
-    new_cluster.up("--brokers", "3", "--controllers", "1")
+    new_cluster.up_sharing_zookeeper("--brokers", "3", "--controllers", "1")
     new_cluster("topics", "create", "rolling", "--partitions", "30", "--replication-factor", "3")
     preferred = {p for p, m in partitions(new_cluster, "rolling").items() if m.replicas[0] == 2}
     for round_ in (1, 2):

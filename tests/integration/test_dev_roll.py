@@ -16,7 +16,7 @@ ROLL_S_MAX = 600
 
 
 def test_a_roll_under_acks_all_load_loses_nothing_and_fails_no_write(new_cluster):
-    new_cluster.up("--brokers", "3", "--controllers", "2")
+    new_cluster.up_sharing_zookeeper("--brokers", "3", "--controllers", "2")
     new_cluster("topics", "create", "rolled", "--partitions", str(PARTITIONS), "--replication-factor", "3",
                 "--config", "min.insync.replicas=2")
     active = new_cluster.active_controllers()

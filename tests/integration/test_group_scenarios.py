@@ -215,7 +215,7 @@ def duplicates(found: dict[tuple[int, int], list]) -> dict[tuple[int, int], list
 
 @pytest.fixture
 def group_cluster(new_cluster):
-    new_cluster.up("--brokers", "3", "--controllers", "2")
+    new_cluster.up_sharing_zookeeper("--brokers", "3", "--controllers", "2")
     return new_cluster
 
 

@@ -134,15 +134,18 @@ def plain_zookeeper(tmp_path):
         process.wait(10)
 
 
-def test_up_on_an_operators_zookeeper_runs_there_and_down_leaves_it_running(new_cluster, plain_zookeeper):
-    new_cluster.up("--brokers", "1", "--controllers", "1", "--zookeeper", plain_zookeeper)
+def test_up_on_an_operators_zookeeper_runs_under_its_chroot_there_and_down_leaves_it_running(new_cluster,
+                                                                                           plain_zookeeper):
+    connect = f"{plain_zookeeper}/team-a/replog"
+    new_cluster.up("--brokers", "1", "--controllers", "1", "--zookeeper", connect)
     report = new_cluster.status()
-    assert report["zookeeper"] == {"address": plain_zookeeper, "pid": None, "alive": True}
+    assert report["zookeeper"] == {"address": connect, "pid": None, "alive": True}
     assert all(m["alive"] for kind in ("brokers", "controllers", "metadata") for m in report[kind])
     client = KazooClient(hosts=plain_zookeeper)
     client.start(10)
     try:
-        assert client.get_children("/brokers/ids") == ["1"]
+        assert client.get_children("/team-a/replog/brokers/ids") == ["1"]
+        assert sorted(client.get_children("/")) == ["team-a", "zookeeper"]  # nothing of it outside its chroot
     finally:
         client.stop()
     new_cluster("dev", "down")

@@ -5,7 +5,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from replog.client import NewTopic, Producer  # noqa: E402
-from tests.integration.cluster import LocalCluster, wait_for  # noqa: E402
+from tests.integration.cluster import started, wait_for  # noqa: E402
 from tests.integration.conftest import admin, bootstrap  # noqa: E402, F401  (the same fixtures, on this cluster)
 
 SPARK_CONFIGS = {
@@ -18,10 +18,8 @@ SPARK_CONFIGS = {
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """3 brokers and 1 controller; retention checked twice a second so tests can watch it work."""
-    local = LocalCluster(str(tmp_path_factory.mktemp("cluster") / "data"))
-    local.up("--brokers", "3", "--controllers", "1", "--config", "log.retention.check.interval.ms=500")
-    yield local
-    local.down(kill=True)
+    yield from started(tmp_path_factory, "cluster", "--brokers", "3", "--controllers", "1",
+                       "--config", "log.retention.check.interval.ms=500")
 
 
 @pytest.fixture(scope="module")
