@@ -13,6 +13,9 @@
  * input or raises the error that says what is wrong. So this module never
  * decides what is valid; it only makes the valid common case fast.
  *
+ * `records_refused` walks a records section the same way for the leader's produce check, building
+ * no record, and answers only for sections the decoder would decode.
+ *
  * The producer's side (`encode_rows`, `keyless_sizes`) follows the same rule:
  * records without headers whose keys and values are bytes or None are encoded
  * here (a row may be a bare value: a record without key); for any other row
@@ -253,6 +256,90 @@ static PyObject *records_tile(PyObject *self, PyObject *args) {
     tiles = tiles && reader.pos == reader.size;
     PyBuffer_Release(&buffer);
     return PyBool_FromLong(tiles);
+}
+
+/* Step over a length-prefixed byte field; its length (-1: null) in *size; 0 outside the fast path. */
+static int skip_bytes(Reader *r, int64_t *size) {
+    if (!read_varint(r, VARINT_BYTES_MAX, size) || *size < -1 || *size > r->size - r->pos) {
+        return 0;
+    }
+    if (*size > 0) {
+        r->pos += (Py_ssize_t)*size;
+    }
+    return 1;
+}
+
+/* Step over one record as read_record reads it, building nothing but a header key's str (which must
+ * decode as UTF-8, as the Python decoder demands). 1 with its key's length and timestamp; 0 outside
+ * the fast path; -1 with an exception when memory ran out. */
+static int walk_record(Reader *r, int64_t base_timestamp, int64_t *key_size, int64_t *timestamp) {
+    int64_t length, timestamp_delta, offset_delta, value_size, count;
+    if (!read_varint(r, VARINT_BYTES_MAX, &length) || length < 0 || length > r->size - r->pos) {
+        return 0;
+    }
+    Py_ssize_t record_end = r->pos + (Py_ssize_t)length;
+    r->pos += 1;  /* attributes */
+    if (!read_varint(r, VARLONG_FAST_BYTES_MAX, &timestamp_delta) || !read_varint(r, VARINT_BYTES_MAX, &offset_delta)
+        || __builtin_add_overflow(base_timestamp, timestamp_delta, timestamp)
+        || !skip_bytes(r, key_size) || !skip_bytes(r, &value_size)
+        || !read_varint(r, VARINT_BYTES_MAX, &count) || count < 0 || count * 2 > record_end - r->pos) {
+        return 0;
+    }
+    for (int64_t i = 0; i < count; i++) {
+        int64_t header_key_size, header_value_size;
+        if (!skip_bytes(r, &header_key_size) || header_key_size < 0) {
+            return 0;
+        }
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)r->data + r->pos - header_key_size,
+                                             (Py_ssize_t)header_key_size, NULL);
+        if (key == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_MemoryError)) {
+                return -1;
+            }
+            PyErr_Clear();  /* not UTF-8: the Python decoder says so */
+            return 0;
+        }
+        Py_DECREF(key);
+        if (!skip_bytes(r, &header_value_size)) {
+            return 0;
+        }
+    }
+    return r->pos == record_end;
+}
+
+/* records_refused(data, count, base_timestamp, keys_required, earliest): the index of the first record
+ * of an uncompressed records section that a topic refuses (no key where keys_required; a timestamp in
+ * [0, earliest)), -1 when none is, None outside the fast path. The leader's produce check, which needs
+ * no record object; on an index or None the caller decodes the batch, which says why. */
+static PyObject *records_refused(PyObject *self, PyObject *args) {
+    Py_buffer buffer;
+    Py_ssize_t count;
+    long long base_timestamp, earliest;
+    int keys_required;
+    if (!PyArg_ParseTuple(args, "y*nLpL", &buffer, &count, &base_timestamp, &keys_required, &earliest)) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Reader reader = {buffer.buf, buffer.len, 0};
+    Py_ssize_t refused = -1;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t key_size, timestamp;
+        int walked = walk_record(&reader, base_timestamp, &key_size, &timestamp);
+        if (walked < 0) {
+            goto done;
+        }
+        if (walked == 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (refused < 0 && ((keys_required && key_size == -1) || (0 <= timestamp && timestamp < earliest))) {
+            refused = i;  /* walked on: a section that is not sound is the decoder's to report */
+        }
+    }
+    result = count < 0 || reader.pos != reader.size ? Py_NewRef(Py_None) : PyLong_FromSsize_t(refused);
+done:
+    PyBuffer_Release(&buffer);
+    return result;
 }
 
 /* ---- columns: the records of many batches into Arrow-layout buffers (the Spark reader's path) ---- */
@@ -642,6 +729,12 @@ static PyMethodDef methods[] = {
      "--\n\n"
      "Whether count records, each a length varint and a body of at least body_min bytes, fill data\n"
      "exactly."},
+    {"records_refused", records_refused, METH_VARARGS,
+     "records_refused(data, count, base_timestamp, keys_required, earliest)\n"
+     "--\n\n"
+     "The index of the first record of an uncompressed records section without a key (when\n"
+     "keys_required) or timestamped in [0, earliest); -1 when none is; None when the input is outside\n"
+     "the fast path (the record decoder then says what is wrong)."},
     {"decode_columns", decode_columns, METH_VARARGS,
      "decode_columns(segments, first, until)\n"
      "--\n\n"
@@ -666,7 +759,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_records", "The record decoder's fast path, the produce path's record walk, and the producer's record encoder.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_records", "The record decoder's fast path, the produce path's record walks, and the producer's record encoder.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__records(void) {

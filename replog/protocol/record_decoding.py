@@ -16,9 +16,11 @@ from replog.protocol.varint import UNZIGZAG, VARINT_BYTES_MAX, read_varint
 
 try:
     from replog.protocol._records import decode_records as _decode_compiled
+    from replog.protocol._records import records_refused as _refused_compiled
     from replog.protocol._records import records_tile as _tile_compiled
 except ImportError:  # installed without a C compiler: the Python decoder serves alone
     _decode_compiled = None
+    _refused_compiled = None
     _tile_compiled = None
 
 _new_tuple = tuple.__new__
@@ -28,6 +30,15 @@ _new_tuple = tuple.__new__
 RECORD_BODY_MIN = RECORD_SIZE_MIN - 1
 HEADER_SIZE_MIN = 2  # keyLength and valueLength, one byte each
 NULL = 0x01  # the one-byte varint -1: a null key or value
+
+
+def all_records_pass(data: bytes | memoryview, count: int, base_timestamp: int, keys_required: bool,
+                     earliest: int) -> bool:
+    """Whether each of `count` records has a key (when `keys_required`) and no timestamp in [0, earliest),
+    told without building a record, where the compiled walk can tell. False means "decode and see": a
+    record may be refused, the section may be unsound, or nothing compiled serves here."""
+    return _refused_compiled is not None and _refused_compiled(data, count, base_timestamp, keys_required,
+                                                               earliest) == -1
 
 
 def decode_records(

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from replog.core.errors import ErrorCode
 from replog.core.log_config import INT64_MAX, LogConfig
-from replog.protocol import BatchHeader, CorruptBatchError, decode_batch
+from replog.protocol import BatchHeader, CorruptBatchError, decode_section, records_section
+from replog.protocol.record_decoding import all_records_pass
 
 
 def offsets_problem(headers: Sequence[BatchHeader], log_end_offset: int) -> str:
@@ -35,8 +36,10 @@ def refused_records(buf, headers: Sequence[BatchHeader], config: LogConfig,
       `now_ms` or more than message.timestamp.before.max.ms before it (INVALID_TIMESTAMP, KIP-937);
       a record without a timestamp (-1) passes, and LogAppendTime topics check nothing.
 
-    Records are decoded only when a rule needs them: on a compacted topic, or when
-    message.timestamp.before.max.ms is set (a batch's maxTimestamp settles the other bound).
+    Records are read only when a rule needs them: on a compacted topic, or when
+    message.timestamp.before.max.ms is set (a batch's maxTimestamp settles the other bound); the
+    compiled walk reads them without building records, and they are decoded only where it cannot tell
+    (a record refused, which the message names, or a section only the decoder can judge).
     """
     checks_time = not config.log_append_time
     latest = now_ms + config.message_timestamp_after_max_ms
@@ -53,7 +56,11 @@ def refused_records(buf, headers: Sequence[BatchHeader], config: LogConfig,
         if not (config.compacts or bounded_before):
             continue
         try:
-            records = decode_batch(buf, header.position).records
+            section = records_section(buf, header)
+            if all_records_pass(section, header.records_count, header.base_timestamp, config.compacts,
+                                earliest if bounded_before else 0):
+                continue
+            records = decode_section(section, header)
         except CorruptBatchError as error:
             return ErrorCode.CORRUPT_MESSAGE, str(error)
         for number, record in enumerate(records):

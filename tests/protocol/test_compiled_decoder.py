@@ -130,3 +130,56 @@ def test_a_batch_whose_records_do_not_fill_it_is_refused_with_the_python_walks_r
     batch[CRC_OFFSET:ATTRIBUTES_OFFSET] = crc32c.crc32c(bytes(batch[ATTRIBUTES_OFFSET:])).to_bytes(4, "big")
     result = validate_batches(batch, max_message_bytes=1 << 20)
     assert not result.ok and "bytes after its 2 records" in result.reason, result.reason
+
+
+# -- the leader's walk for the records a topic refuses -------------------------------------------
+
+refused = record_decoding._refused_compiled
+
+
+def refused_by_decoding(data: bytes, count: int, base_timestamp: int, keys_required: bool, earliest: int):
+    """What the walk must answer, found by decoding: the first refused record's index, -1, or "error"."""
+    records = python_outcome(data, count, 0, base_timestamp, None)
+    if records == "error":
+        return "error"
+    return next((i for i, r in enumerate(records)
+                 if (keys_required and r.key is None) or 0 <= r.timestamp < earliest), -1)
+
+
+@FUZZ
+@given(rows=ROWS, base_timestamp=BASE_TIMESTAMPS, keys_required=st.booleans(), earliest=BASE_TIMESTAMPS)
+def test_the_refusal_walk_finds_what_decoding_finds_in_records_as_producers_write_them(rows, base_timestamp,
+                                                                                   keys_required, earliest):
+    data = encode_records(rows)
+    assert refused(data, len(rows), base_timestamp, keys_required, earliest) == \
+        refused_by_decoding(data, len(rows), base_timestamp, keys_required, earliest)
+
+
+@FUZZ
+@given(rows=ROWS, flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 255)), min_size=1, max_size=4),
+       cut=st.integers(min_value=0), count_delta=st.integers(-1, 1), keys_required=st.booleans())
+def test_the_refusal_walk_answers_damaged_records_as_decoding_does_or_declines(rows, flips, cut, count_delta,
+                                                                             keys_required):
+    data = bytearray(encode_records(rows))
+    for position, byte in flips:
+        data[position % len(data)] = byte
+    data = bytes(data[: len(data) - cut % 3])
+    count = len(rows) + count_delta
+    walked = refused(data, count, 1_700_000_000_000, keys_required, 1_600_000_000_000)
+    if walked is not None:  # an answer is only ever given for a section the decoder decodes
+        assert walked == refused_by_decoding(data, count, 1_700_000_000_000, keys_required, 1_600_000_000_000)
+
+
+@FUZZ
+@given(data=st.binary(max_size=64), count=st.integers(0, 8), keys_required=st.booleans())
+def test_the_refusal_walk_answers_random_bytes_as_decoding_does_or_declines(data, count, keys_required):
+    walked = refused(data, count, 0, keys_required, 10)
+    if walked is not None:
+        assert walked == refused_by_decoding(data, count, 0, keys_required, 10)
+
+
+def test_a_header_key_that_is_not_utf8_is_left_to_the_decoder_which_refuses_it():
+    data = bytearray(encode_records([(0, 0, b"k", b"v", (("h", b"x"),))]))
+    data[data.index(b"h")] = 0xFF
+    assert refused(bytes(data), 1, 0, True, 0) is None
+    assert refused_by_decoding(bytes(data), 1, 0, True, 0) == "error"

@@ -8,13 +8,22 @@ import pytest
 
 from replog.core.errors import ErrorCode
 from replog.core.txn.markers import TxnMarker
-from replog.protocol import Compression, encode_batch, validate_batches
+from replog.protocol import Compression, encode_batch, record_decoding, validate_batches
 from replog.protocol.control import marker_batch
 from replog.storage import LogConfig
 from replog.storage.appended_batches import refused_records
 
 NOW = 1_700_000_000_000
 HOUR = 3_600_000
+
+
+@pytest.fixture(autouse=True, params=["compiled walk", "decoder alone"])
+def walk(request, monkeypatch):
+    """Each rule holds with the compiled walk over the records and where only the decoder serves."""
+    if request.param == "decoder alone":
+        monkeypatch.setattr(record_decoding, "_refused_compiled", None)
+    elif record_decoding._refused_compiled is None:
+        pytest.fail("replog/protocol/_records.c was not built")
 
 
 def refused(data: bytes, now: int = NOW, **config):
