@@ -119,10 +119,10 @@ def optional(parse: Callable[[str], Any]) -> Callable[[str], Any]:
 
 def zookeeper_hosts(text: str) -> list[HostPort]:
     """The ensemble's addresses in Kafka's `zookeeper.connect`, host:port[,host:port...][/chroot]."""
-    hosts, slash, chroot = text.strip().partition("/")
+    hosts, _, chroot = text.strip().partition("/")
     if not hosts:
         raise ValueError("expected host:port[,host:port...][/chroot]")
-    if slash and not all(chroot.split("/")):
+    if chroot and not all(chroot.split("/")):  # a bare "/" is the root, as in Kafka
         raise ValueError(f"the chroot /{chroot} has an empty name in it; expected one like /replog or /a/b")
     return [host_port(entry) for entry in hosts.split(",")]
 

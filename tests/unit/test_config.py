@@ -34,6 +34,8 @@ def test_later_sources_win_and_each_value_says_where_it_came_from(tmp_path):
         ({"broker.id": "one", "zookeeper.connect": "zk:2181"}, "invalid value 'one' for broker.id"),
         ({"broker.id": "-1", "zookeeper.connect": "zk:2181"}, "expected at least 0"),
         ({"broker.id": "1", "zookeeper.connect": "zk"}, "invalid value 'zk' for zookeeper.connect"),
+        ({"broker.id": "1", "zookeeper.connect": "zk:1/a//b"}, "the chroot /a//b has an empty name"),
+        ({"broker.id": "1", "zookeeper.connect": "zk:1/replog/"}, "the chroot /replog/ has an empty name"),
         ({"broker.id": "1", "zookeeper.connect": "zk:1", "listeners": "host:99999"}, "port from 0 to 65535"),
         ({"broker.id": "1", "zookeeper.connect": "zk:1", "log.dir": "/x"}, "unknown broker setting 'log.dir'"),
         ({"broker.id": "1", "zookeeper.connect": "zk:1", "advertised.listeners": "broker-1"},
