@@ -62,7 +62,6 @@ $(STAMP): pyproject.toml setup.py replog/protocol/_records.c | $(APT_STAMP)
 	$(PY) -m pip install -q -e '.[dev,spark]'
 	@touch $@
 
-# The Node client's packages, exactly as package-lock.json pins them.
 # What tests/chart builds the image from and that does not change with replog's code, as pulling base
 # images would be elsewhere: a Debian bookworm base image (debootstrap), the wheels of the
 # dependencies and the ZooKeeper image, in podman's store and ~/.cache/replog. Where podman cannot run
@@ -71,6 +70,7 @@ $(IMAGES_STAMP): pyproject.toml tests/chart/images.py tests/chart/zookeeper.Cont
 	$(PY) -m tests.chart.images
 	@touch $@
 
+# The Node client's packages, exactly as package-lock.json pins them.
 $(NODE_STAMP): $(NODE_CLIENT)/package.json $(NODE_CLIENT)/package-lock.json | $(APT_STAMP)
 	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 18 ? 1 : 0)' || { \
 	  echo "clients/node needs Node.js 18 or later; this node is $$(node --version)"; exit 1; }
