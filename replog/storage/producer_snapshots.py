@@ -7,9 +7,10 @@ end `offset` it is named after (Kafka names its producer snapshots the same
 way, and keeps the same fields). Version 2 added the last two; a version 1
 snapshot reads as producers with no transaction open. Version 3 added the
 batches' maxTimestamp; older batches read without one (-1). A restarted
-broker loads the latest snapshot at or below the log end and reads only the batches after it, instead of the
-whole log. Snapshots are written when a segment rolls and when the log closes;
-a truncation deletes those past the new log end; the two newest are kept.
+broker loads the latest snapshot at or below the log end and reads only the
+batches after it, instead of the whole log. Snapshots are written when a
+segment rolls and when the log closes; a truncation deletes those past the new
+log end; the two newest are kept.
 """
 
 from __future__ import annotations
