@@ -341,7 +341,8 @@ class Admin:
     def delete_records(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Delete each partition's records before its offset (Kafka's deleteRecords; -1 deletes every record
         a consumer can read now). Returns each partition's
-        low watermark: the offset its in-sync replicas' logs all start at or after, once they do.
+        low watermark: the offset the logs of its replicas on live brokers and in sync all start at or after,
+        once they do.
         AdminError for an offset past the high watermark, a partition that does not exist, or a topic that
         only compacts; ClusterUnreachableError when the replicas did not follow within the request timeout
         (the leader has deleted the records already)."""

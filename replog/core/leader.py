@@ -102,6 +102,7 @@ class LeaderRole:
         log: LocalLog,
         outbox: Outbox,
         now_ms: int,
+        alive_brokers: frozenset[int] | None = None,
     ) -> None:
         require(state.leader == broker_id, "broker %d asked to lead for %d", broker_id, state.leader)
         require(broker_id in state.isr, "leader %d is not in its ISR %s", broker_id, state.isr)
@@ -112,6 +113,7 @@ class LeaderRole:
         self._config = config
         self._log = log
         self._outbox = outbox
+        self._alive_brokers = alive_brokers
         self._isr: IsrState = CommittedIsr(state.isr)
         # ISR members get a full lag time to fetch from their new leader (restarted at the first tick).
         self._progress = {
@@ -147,14 +149,25 @@ class LeaderRole:
 
     @property
     def low_watermark(self) -> int:
-        """The lowest log start offset over this leader and its ISR's followers, as their fetches last said
-        (-1 until each has fetched): below it, no in-sync replica has records left (Kafka's low watermark)."""
-        low = self._log.log_start_offset
-        for replica in self._isr.isr:
-            follower = self._progress.get(replica)
-            if follower is not None:
-                low = min(low, follower.log_start_offset)
-        return low
+        """The lowest log start offset over this leader, its in-sync followers and its followers on live
+        brokers, as their fetches last said (-1 until each has fetched): below it, no replica that serves or
+        may lead has records left. Kafka's low watermark counts the live brokers' replicas; the in-sync ones
+        count here even while their broker is down, since a clean election may make one of them the leader.
+        Until this broker has heard which brokers are alive, every follower counts."""
+        return min((start for _, start in self._counted_log_starts()), default=self._log.log_start_offset)
+
+    def _counted_log_starts(self) -> list[tuple[int, int]]:
+        """Each counted replica and its log start: this leader's first, then the followers'."""
+        alive, isr = self._alive_brokers, self._isr.isr
+        return [(self.broker_id, self._log.log_start_offset)] + [
+            (replica, follower.log_start_offset) for replica, follower in self._progress.items()
+            if alive is None or replica in alive or replica in isr]
+
+    def alive_brokers_changed(self, alive_brokers: frozenset[int]) -> None:
+        """The cluster's live brokers (UpdateMetadata): a follower out of the ISR whose broker died holds no
+        DeleteRecords back, and one that came back holds the next ones until it has fetched."""
+        self._alive_brokers = alive_brokers
+        self._complete_delete_waiters()
 
     # -- produce --------------------------------------------------------------
 
@@ -217,8 +230,9 @@ class LeaderRole:
     # -- DeleteRecords --------------------------------------------------------
 
     def delete_records(self, request: DeleteRecordsRequest, now_ms: int) -> None:
-        """Move the log start up to the request's offset (the high watermark for -1), then answer once the ISR's
-        followers have too: each learns the leader's log start from its next fetch answer."""
+        """Move the log start up to the request's offset (the high watermark for -1), then answer once the
+        followers on live brokers and in the ISR have too: each learns the leader's log start from its next
+        fetch answer."""
         log = self._log
         offset = log.high_watermark if request.offset == DELETE_TO_HIGH_WATERMARK else request.offset
         if not 0 <= offset <= log.high_watermark:
@@ -247,10 +261,13 @@ class LeaderRole:
             self._delete_waiters = [waiter for waiter in self._delete_waiters if waiter.deadline_ms > now_ms]
             low = self.low_watermark
             for waiter in expired:
+                behind = [f"{replica} at {start}" for replica, start in self._counted_log_starts()
+                          if start < waiter.offset]
                 self._outbox.complete(CompleteDeleteRecords(
                     waiter.request_id, ErrorCode.REQUEST_TIMED_OUT, low,
-                    f"the leader's log starts at {self._log.log_start_offset}, but not every in-sync replica's "
-                    f"does yet (the lowest starts at {low})"))
+                    f"the leader's log starts at {self._log.log_start_offset}, but not yet every live or in-sync "
+                    f"replica's: {'broker' if len(behind) == 1 else 'brokers'} {', '.join(behind)} (-1: not fetched "
+                    f"from this leader yet)"))
 
     # -- fetch ----------------------------------------------------------------
 
@@ -452,7 +469,7 @@ class LeaderRole:
         if len(isr) < self._config.min_insync_replicas:
             self._fail_waiters(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
         self._maybe_advance_high_watermark()
-        self._complete_delete_waiters()  # a follower that left the ISR holds none back
+        self._complete_delete_waiters()  # a follower that left the ISR or the replicas may hold none back
 
     # -- time and the end of leadership ---------------------------------------
 

@@ -281,7 +281,7 @@ class CompleteProduce:
 class CompleteDeleteRecords:
     request_id: Any
     error: ErrorCode
-    low_watermark: int = -1  # the lowest log start offset over the leader and its ISR when answered
+    low_watermark: int = -1  # the lowest log start over the live or in-sync replicas when answered
     message: str = ""
 
 

@@ -16,7 +16,7 @@ takes the replica offline (KAFKA_STORAGE_ERROR), as Kafka does when a log
 directory fails.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from .config import ReplicaConfig
@@ -199,8 +199,15 @@ class PartitionDriver:
         return answered
 
     def delete_records(self, request: DeleteRecordsRequest, now_ms: int) -> None:
-        """DeleteRecords as leader; a CompleteDeleteRecords follows, now or when the ISR has caught up."""
+        """DeleteRecords as leader; a CompleteDeleteRecords follows, now or when the followers in sync or on
+        live brokers have moved their log starts too."""
         self.replica.handle_delete_records(request, now_ms)
+        self.apply()
+
+    def alive_brokers(self, alive_brokers: Iterable[int]) -> None:
+        """UpdateMetadata named the live brokers: DeleteRecords held only by a dead one's follower out of the ISR
+        answer."""
+        self.replica.handle_alive_brokers(alive_brokers)
         self.apply()
 
     def fetch(self, request: FetchRequest, now_ms: int) -> FetchPlan:

@@ -154,6 +154,9 @@ class PartitionReplica:
         self._partition_epoch = -1
         self._now_ms = now_ms
         self._producers_expired_ms = now_ms
+        # The live brokers as UpdateMetadata last named them (None until it has): a leader's low watermark
+        # counts the followers on them.
+        self._alive_brokers: frozenset[int] | None = None
 
     # -- what the replica is --------------------------------------------------
 
@@ -304,7 +307,8 @@ class PartitionReplica:
             self._leader_epoch = state.leader_epoch
             self._partition_epoch = state.partition_epoch
             if next_role is Role.LEADER:
-                self._leader = LeaderRole(self.broker_id, state, self.config, self._log, self._outbox, now_ms)
+                self._leader = LeaderRole(self.broker_id, state, self.config, self._log, self._outbox, now_ms,
+                                          self._alive_brokers)
             elif next_role is Role.FOLLOWER:
                 self._follower = FollowerRole(self.broker_id, state, self.config, self._log, self._outbox, now_ms)
         self._role = next_role
@@ -357,8 +361,21 @@ class PartitionReplica:
 
     @property
     def low_watermark(self) -> int:
-        """The lowest log start offset over the ISR, as the leader knows it; -1 elsewhere."""
+        """The lowest log start offset over the replicas in sync or on live brokers, as the leader knows it; -1
+        elsewhere."""
         return self._leader.low_watermark if self._leader is not None else -1
+
+    @property
+    def alive_brokers(self) -> frozenset[int] | None:
+        """The live brokers UpdateMetadata last named; None before it has."""
+        return self._alive_brokers
+
+    def handle_alive_brokers(self, alive_brokers: Iterable[int]) -> None:
+        """The cluster's live brokers, from the controller's UpdateMetadata: whose log start the low watermark
+        waits for."""
+        self._alive_brokers = frozenset(alive_brokers)
+        if self._leader is not None:
+            self._leader.alive_brokers_changed(self._alive_brokers)
 
     def handle_fetch(self, request: FetchRequest, now_ms: int) -> FetchPlan:
         """Decide how to answer a fetch; a follower's fetch also tells the leader its log end offset."""

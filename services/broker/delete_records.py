@@ -1,8 +1,9 @@
 """DeleteRecords: a partition's records before an offset deleted (Kafka's DeleteRecords).
 
-The leader's core moves its log start offset and holds the request until every
-ISR member's log starts there too (followers take the leader's log start from
-their next fetch answer), or until the request's timeout; this module hands each
+The leader's core moves its log start offset and holds the request until the
+log of every replica on a live broker (UpdateMetadata's) and of every ISR member
+starts there too (followers take the leader's log start from their next fetch
+answer), or until the request's timeout; this module hands each
 partition to its driver and waits for the answers. A topic that does not delete
 (cleanup.policy=compact alone, the internal topics among them) is refused, as
 Kafka refuses it.

@@ -26,7 +26,8 @@ PRODUCE_REFUSED = prometheus_client.Counter(
 PRODUCE_PURGATORY = prometheus_client.Gauge(
     "replog_produce_purgatory_size", "Produce requests waiting for acks=all replication.")
 DELETE_RECORDS_PURGATORY = prometheus_client.Gauge(
-    "replog_delete_records_purgatory_size", "DeleteRecords requests waiting for the ISR's log starts to follow.")
+    "replog_delete_records_purgatory_size",
+    "DeleteRecords requests waiting for the live and in-sync replicas' log starts to follow.")
 FETCH_PURGATORY = prometheus_client.Gauge(
     "replog_fetch_purgatory_size", "Fetch requests waiting (long-poll) for data.")
 # Kafka's RemoteTimeMs: how long a request waited on other brokers or clients rather than on this one.

@@ -80,6 +80,9 @@ class Partitions:
         self.hosted = HostedReplicas(broker_id, log_dirs, self)
         self.controller_epoch = 0
         self.metadata = MetadataCache()
+        # The live brokers UpdateMetadata last named (None before the first): each led partition's low watermark
+        # waits for the followers on them.
+        self._alive_brokers: frozenset[int] | None = None
         self.produce_waiters: AnswerWaiters[CompleteProduce] = AnswerWaiters(metrics.PRODUCE_PURGATORY)
         self.delete_waiters: AnswerWaiters[CompleteDeleteRecords] = AnswerWaiters(metrics.DELETE_RECORDS_PURGATORY)
         # Asks a transactional id's coordinator whether a partition is in the producer's ongoing
@@ -151,6 +154,8 @@ class Partitions:
         driver = self.hosted.get(key)
         if driver is None:
             driver = self.hosted.open(key, self._topic_settings(topic), now)
+            if self._alive_brokers is not None:
+                driver.alive_brokers(self._alive_brokers)
         before = (driver.replica.role, driver.replica.leader_epoch)
         error = driver.leader_and_isr(state, now)
         if error != ErrorCode.NONE:
@@ -159,6 +164,15 @@ class Partitions:
         if (driver.replica.role, driver.replica.leader_epoch) != before:
             self._role_changed(driver)  # who leads what moved: the group coordinators follow
         return error
+
+    def alive_brokers(self, broker_ids: Iterable[int]) -> None:
+        """UpdateMetadata's live brokers, told to every hosted partition."""
+        alive = frozenset(broker_ids)
+        if alive == self._alive_brokers:
+            return
+        self._alive_brokers = alive
+        for driver in self.hosted:
+            driver.alive_brokers(alive)
 
     def stop_replica(self, topic: str, partition: int, delete: bool) -> ErrorCode:
         driver = self.hosted.remove(TopicPartition(topic, partition))

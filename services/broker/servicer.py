@@ -142,6 +142,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             return broker_pb2.UpdateMetadataResponse(error_code=int(error), error_message=_fence_message(error))
         metadata = self._partitions.metadata
         metadata.set_brokers(endpoints_of(request.live_brokers))
+        self._partitions.alive_brokers(metadata.brokers)
         live, deleted = metadata_partitions(request.partition_states)
         metadata.learn(live)
         metadata.forget(deleted)

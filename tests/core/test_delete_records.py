@@ -1,5 +1,6 @@
 """DeleteRecords: the leader's log start moves at once, each follower's from its next fetch answer, and
-the request is answered once the ISR's lowest log start (the low watermark) has reached its offset."""
+the request is answered once the lowest log start over the replicas on live brokers (the low watermark,
+as Kafka's) has reached its offset."""
 
 from dataclasses import replace
 
@@ -22,12 +23,16 @@ from replog.core.topic_partition import TopicPartition
 from .harness import Node, RecordingSink, catch_up, partition_state, produce, replicate
 
 
-def cluster_with_records(count: int = 10, isr=(1, 2, 3), config: ReplicaConfig | None = None):
-    """A leader (1) and two followers, `count` one-record batches committed on all three."""
+def cluster_with_records(count: int = 10, isr=(1, 2, 3), config: ReplicaConfig | None = None,
+                         alive=(1, 2, 3)):
+    """A leader (1) and two followers, `count` one-record batches committed on all three; UpdateMetadata
+    named `alive` the live brokers (None: not yet heard)."""
     config = config or ReplicaConfig(min_insync_replicas=1, replica_lag_time_ms_max=1_000)
     leader, f2, f3 = Node(1, config), Node(2, config), Node(3, config)
     state = partition_state(leader=1, isr=isr)
     for node in (leader, f2, f3):
+        if alive is not None:
+            node.replica.handle_alive_brokers(alive)
         node.replica.handle_leader_and_isr(state, 0)
         node.apply()
     for index in range(count):
@@ -44,6 +49,17 @@ def delete(leader: Node, offset: int, request_id: str = "d", timeout_ms: int = 1
     leader.replica.handle_delete_records(DeleteRecordsRequest(request_id, offset, timeout_ms), now_ms)
     leader.apply(now_ms)
     return deleted(leader, request_id)
+
+
+def follow_log_start(follower: Node, leader: Node) -> None:
+    """Two fetches: the answer to the first moves the follower's log start, the second tells the leader."""
+    replicate(follower, leader)
+    replicate(follower, leader)
+
+
+def answered(leader: Node, low_watermark: int) -> bool:
+    answer = deleted(leader)
+    return answer is not None and answer.error is ErrorCode.NONE and answer.low_watermark == low_watermark
 
 
 def deleted(leader: Node, request_id: str = "d") -> CompleteDeleteRecords | None:
@@ -95,12 +111,64 @@ def test_an_offset_below_the_log_start_deletes_nothing_more_and_is_answered_at_o
     assert leader.replica.log_start_offset == 5
 
 
-def test_a_follower_outside_the_isr_does_not_hold_the_answer_back():
+def test_a_follower_outside_the_isr_on_a_live_broker_holds_the_answer_back_as_in_kafka():
+    leader, f2, f3 = cluster_with_records(isr=(1, 2))
+    delete(leader, 3)
+    follow_log_start(f2, leader)
+    assert deleted(leader) is None  # broker 3 is alive: its replica may still serve records below 3
+    follow_log_start(f3, leader)
+    assert answered(leader, 3)
+
+
+def test_a_follower_out_of_the_isr_on_a_dead_broker_does_not_hold_the_answer_back():
+    leader, f2, _ = cluster_with_records(isr=(1, 2), alive=(1, 2))
+    delete(leader, 3)
+    follow_log_start(f2, leader)
+    assert answered(leader, 3)
+
+
+def test_an_in_sync_follower_on_a_dead_broker_holds_the_answer_back_until_it_leaves_the_isr():
+    """A clean election may make it the leader when its broker returns: it must not bring deleted records back."""
+    leader, f2, _ = cluster_with_records(alive=(1, 2))
+    delete(leader, 3)
+    follow_log_start(f2, leader)
+    assert deleted(leader) is None
+    leader.replica.handle_leader_and_isr(partition_state(leader=1, isr=(1, 2), partition_epoch=2), 0)
+    leader.apply()  # the controller took broker 3 out of the ISR
+    assert answered(leader, 3)
+
+
+def test_a_broker_that_dies_while_its_follower_holds_the_answer_back_releases_it():
     leader, f2, _ = cluster_with_records(isr=(1, 2))
     delete(leader, 3)
-    replicate(f2, leader)
-    replicate(f2, leader)
+    follow_log_start(f2, leader)
+    assert deleted(leader) is None  # broker 3 is alive, out of the ISR
+    leader.replica.handle_alive_brokers((1, 2))  # UpdateMetadata: broker 3 is gone
+    leader.apply()
+    assert answered(leader, 3)
+    leader.replica.handle_alive_brokers((1, 2, 3))  # back: it holds the next request until it has fetched
+    leader.apply()
+    assert leader.replica.low_watermark == 0
+
+
+def test_until_the_live_brokers_are_known_every_follower_counts():
+    leader, f2, f3 = cluster_with_records(isr=(1, 2), alive=None)
+    delete(leader, 3)
+    follow_log_start(f2, leader)
+    assert deleted(leader) is None
+    follow_log_start(f3, leader)
     assert deleted(leader).error is ErrorCode.NONE
+
+
+def test_a_new_leader_counts_the_live_brokers_it_heard_of_as_a_follower():
+    leader, f2, f3 = cluster_with_records(isr=(1, 2), alive=(1, 2))
+    f2.replica.handle_leader_and_isr(partition_state(leader=2, leader_epoch=2, isr=(1, 2)), 0)
+    f2.apply()
+    leader.replica.handle_leader_and_isr(partition_state(leader=2, leader_epoch=2, isr=(1, 2)), 0)
+    leader.apply()
+    assert delete(f2, 4) is None
+    follow_log_start(leader, f2)
+    assert answered(f2, 4)  # broker 3's follower is not waited for
 
 
 def test_a_follower_that_never_catches_up_leaves_the_request_to_time_out_with_the_low_watermark():
@@ -115,7 +183,7 @@ def test_a_follower_that_never_catches_up_leaves_the_request_to_time_out_with_th
     leader.apply(500)
     answer = deleted(leader)
     assert answer.error is ErrorCode.REQUEST_TIMED_OUT and answer.low_watermark == 0
-    assert "starts at 0" in answer.message
+    assert answer.message.endswith("replica's: broker 3 at 0 (-1: not fetched from this leader yet)")
     assert leader.replica.log_start_offset == 3  # the leader's records are gone all the same
 
 

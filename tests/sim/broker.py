@@ -57,6 +57,7 @@ from .wire import (
     LeaderAndIsr,
     Produce,
     ProduceReply,
+    UpdateMetadata,
     VerifyTxn,
     VerifyTxnReply,
 )
@@ -243,6 +244,12 @@ class BrokerNode:
         if isinstance(message, VerifyTxnReply):
             if message.caller == self.incarnation:
                 self._verification_answered(message)
+            self._process()
+            return
+        if isinstance(message, UpdateMetadata):
+            if message.broker_epoch == self.broker_epoch:
+                for driver in self.drivers:
+                    driver.alive_brokers(message.live_brokers)
             self._process()
             return
         driver = self.drivers[message.partition]

@@ -212,6 +212,7 @@ class Consumer:
         if response.error == ErrorCode.OFFSET_OUT_OF_RANGE and self.position < response.log_start_offset:
             self.resets.append((self.position, response.log_start_offset))  # DeleteRecords took them
             self.position = response.log_start_offset
+            self.last_fetched_epoch = -1  # the new position's epoch is unknown: no record before it was read
             return
         if response.error != ErrorCode.NONE:
             return

@@ -4,8 +4,9 @@ It keeps the partition's state and the live brokers' epochs, and decides with
 the very functions the real controller calls (`replog.core.partition_change`,
 `replog.core.isr_judgement`) over a `ClusterImage` of the moment: the reconcile
 pass when a broker's session starts or ends, the AlterPartition judgement, the
-controlled shutdown. It sends LeaderAndIsr to every live replica on each change
-and again every `resend_ms` (the real controller retries its requests until
+controlled shutdown. It sends LeaderAndIsr to every live replica on each change,
+UpdateMetadata with the live brokers to each when a broker comes or goes, and
+both again every `resend_ms` (the real controller retries its requests until
 they arrive).
 
 One difference from the real controller: a simulated broker keeps running
@@ -27,7 +28,7 @@ from replog.core.outcome import Outcome
 from replog.core.partition_change import PartitionChange, reconcile_partition, shut_down_replica
 
 from .broker import topic_partition
-from .wire import CONTROLLER, AlterPartition, AlterPartitionReply, LeaderAndIsr
+from .wire import CONTROLLER, AlterPartition, AlterPartitionReply, LeaderAndIsr, UpdateMetadata
 
 if TYPE_CHECKING:
     from .simulation import Simulation
@@ -64,6 +65,7 @@ class ControllerNode:
         self._reconcile()
         for broker in self.live:
             self._send(broker)
+        self._send_live_brokers()
 
     def register(self, broker: int, broker_epoch: int) -> None:
         if self.live.get(broker, broker_epoch) != broker_epoch:
@@ -74,10 +76,13 @@ class ControllerNode:
         if self.acting:
             self._reconcile()
             self._send(broker)
+            self._send_live_brokers()
 
     def broker_failed(self, broker: int) -> None:
         self.live.pop(broker, None)
         self._reconcile()
+        if self.acting:
+            self._send_live_brokers()
 
     def controlled_shutdown(self, broker: int) -> None:
         """Move leadership (and ISR membership) away from `broker` now."""
@@ -118,7 +123,14 @@ class ControllerNode:
             message = LeaderAndIsr(self.states[p], self.live[broker], p)
             self.sim.network.send(CONTROLLER, broker, message, self.sim.now_ms)
 
+    def _send_live_brokers(self) -> None:
+        live = frozenset(self.live)
+        for broker, broker_epoch in self.live.items():
+            self.sim.network.send(CONTROLLER, broker, UpdateMetadata(live, broker_epoch), self.sim.now_ms)
+
     def _resend(self) -> None:
         self.sim.schedule(self.sim.now_ms + self.resend_ms, self._resend)
         for broker in self.live:
             self._send(broker)
+        if self.acting:
+            self._send_live_brokers()

@@ -451,7 +451,8 @@ class Simulation:
         node.delete_records(partition, DeleteRecordsRequest(("admin", self._deletions, asked), offset, 1_000))
 
     def on_records_deleted(self, node: BrokerNode, partition: int, completion: CompleteDeleteRecords) -> None:
-        """A DeleteRecords answered: when it succeeded, every live ISR member's log starts at its offset."""
+        """A DeleteRecords answered: when it succeeded, the log of every replica in the leader's ISR or on a
+        broker it knows to be alive starts at its offset."""
         self.deletions_answered.append((partition, completion))
         if completion.error != ErrorCode.NONE:
             return
@@ -461,11 +462,16 @@ class Simulation:
         if completion.low_watermark < asked:
             self.checkers[partition].fail(f"DeleteRecords before {asked} answered with low watermark "
                                           f"{completion.low_watermark}")
-        for member in node.drivers[partition].replica.isr:
+        replica = node.drivers[partition].replica
+        alive = replica.alive_brokers
+        for member in self.controller.states[partition].replicas:
             follower = self.brokers[member]
-            if follower.up and follower.drivers[partition].replica.log_start_offset < asked:
+            counted = alive is None or member in alive or member in replica.isr
+            if not counted or not follower.up:
+                continue
+            if follower.drivers[partition].replica.log_start_offset < asked:
                 self.checkers[partition].fail(
-                    f"DeleteRecords before {asked} answered while ISR member {member}'s log starts at "
+                    f"DeleteRecords before {asked} answered while replica {member}'s log starts at "
                     f"{follower.drivers[partition].replica.log_start_offset}")
 
     def _random_fault(self, until_ms: int) -> None:

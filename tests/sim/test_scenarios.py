@@ -132,7 +132,7 @@ def test_divergent_logs_converge_batch_for_batch():
 
 
 def test_offsets_handed_out_and_read_never_go_backwards_across_failures():
-    sim = Simulation(2025, SimConfig(brokers=3, producers=2, consumers=2, flush_interval_ms=(0, 100, 400)))
+    sim = Simulation(2020, SimConfig(brokers=3, producers=2, consumers=2, flush_interval_ms=(0, 100, 400)))
     sim.inject_random_faults(until_ms=8_000)
     sim.run_for(8_000)
     sim.heal_and_settle(SETTLE_MS)

@@ -87,6 +87,14 @@ class LeaderAndIsr:
 
 
 @dataclass(frozen=True)
+class UpdateMetadata:
+    """The live brokers, to every live broker; fenced by the receiver's broker epoch as LeaderAndIsr is."""
+
+    live_brokers: frozenset[int]
+    broker_epoch: int
+
+
+@dataclass(frozen=True)
 class VerifyTxn:
     """A partition leader asks the transaction coordinator (AddPartitionsToTxn, verify-only, KIP-890), or, for a
     producer on transactions v2, has it add the partition (KIP-890 part 2)."""
