@@ -79,6 +79,11 @@ class PartitionSink(Protocol):
 
     def storage_failed(self, driver: "PartitionDriver", failure: "LogOpFailed") -> None: ...
 
+    def log_start_moved(self, driver: "PartitionDriver") -> None:
+        """DeleteRecords (the leader's, or a follower taking its leader's log start) moved the log start within
+        a segment: only the log start checkpoint keeps the records before it from coming back after a crash."""
+        ...
+
 
 class LogOpFailed(Exception):
     """The log refused an operation the core decided, or did it elsewhere than the core expected."""
@@ -292,11 +297,13 @@ class PartitionDriver:
         if ready.log_ops:
             wall_ms = self._wall_clock_ms()
             truncations = []
+            log_start_moved = False
             for op in ready.log_ops:
                 before = self.log.log_end_offset
                 apply_log_op(self.log, op, wall_ms)
                 if isinstance(op, TruncateTo | TruncateFullyAndStartAt):
                     truncations.append((op, before))
+                log_start_moved = log_start_moved or isinstance(op, DeleteRecordsBefore)
             require(self.log.log_end_offset == self.replica.log_end_offset,
                     "%s: the log ends at %d but the core says %d", self.name, self.log.log_end_offset,
                     self.replica.log_end_offset)
@@ -304,6 +311,8 @@ class PartitionDriver:
                 self._rebuild_producers()
             for op, before in truncations:
                 self._sink.truncated(self, op, before)
+            if log_start_moved:
+                self._sink.log_start_moved(self)
             if self.log.active_segment_base_offset != self._snapshot_segment:
                 self.snapshot_producers()  # a new segment: recovery need not read the ones before
         if ready.epoch_entries is not None and ready.epoch_entries != self._epoch_entries:

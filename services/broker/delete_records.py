@@ -3,10 +3,12 @@
 The leader's core moves its log start offset and holds the request until the
 log of every replica on a live broker (UpdateMetadata's) and of every ISR member
 starts there too (followers take the leader's log start from their next fetch
-answer), or until the request's timeout; this module hands each
-partition to its driver and waits for the answers. A topic that does not delete
-(cleanup.policy=compact alone, the internal topics among them) is refused, as
-Kafka refuses it.
+answer), or until the request's timeout; this module hands each partition to its
+driver and waits for the answers. The leader's log start is in its log dir's
+checkpoint file before it answers, and a follower's soon after it moves, so that
+records deleted from within a segment do not come back after a crash. A topic
+that does not delete (cleanup.policy=compact alone, the internal topics among
+them) is refused, as Kafka refuses it.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ async def handle_delete_records(partitions: Partitions,
                 log.info("%s: records before offset %d deleted (the log started at %d)", key,
                          driver.log.log_start_offset, start_before)
             waits.append((result, waiter))
+    if waits:
+        await partitions.log_starts_written()  # a crash now keeps the records deleted
     for result, waiter in waits:
         completion: CompleteDeleteRecords = await asyncio.shield(waiter)
         result.error_code = int(completion.error)

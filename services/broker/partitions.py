@@ -94,6 +94,9 @@ class Partitions:
         self.verifications: dict[tuple[TopicPartition, int, int], asyncio.Future[tuple[ErrorCode, str]]] = {}
         self.fetch_waiters = FetchWaiters()
         self._checkpointing: asyncio.Task[None] | None = None
+        # A log start DeleteRecords moved that the checkpoint files do not have yet, and what writes it.
+        self._log_starts_moved = False
+        self._log_start_writer: asyncio.Task[None] | None = None
         self._ticker = Ticker(self._tick, [
             Duty(GAUGE_INTERVAL_S, lambda: update_gauges(self.broker_id, self.hosted, now_ms(),
                                                          max_transaction_timeout_ms)),
@@ -124,6 +127,8 @@ class Partitions:
 
     async def close(self) -> None:
         self._ticker.stop()
+        if self._log_start_writer is not None:
+            await self._log_start_writer
         if self._checkpointing is not None:
             await self._checkpointing
         # Producers still waiting here (a leadership the controller's LeaderAndIsr has not taken
@@ -235,6 +240,30 @@ class Partitions:
     def storage_failed(self, driver: PartitionDriver, failure: LogOpFailed) -> None:
         log.error("%s: %s; taking the replica offline", driver.name, failure,
                   extra=logs.fields("storage_failed", topic=driver.topic, partition=driver.partition))
+
+    def log_start_moved(self, driver: PartitionDriver) -> None:
+        """Checkpointed at once, not at the next round: records DeleteRecords removed from within a segment
+        must not come back when the broker crashes."""
+        self._log_starts_moved = True
+        if self._log_start_writer is None or self._log_start_writer.done():
+            self._log_start_writer = asyncio.get_running_loop().create_task(self._write_moved_log_starts())
+
+    async def log_starts_written(self) -> None:
+        """Wait until every log start moved so far is in the checkpoint files."""
+        if self._log_start_writer is not None:
+            await asyncio.shield(self._log_start_writer)
+
+    async def _write_moved_log_starts(self) -> None:
+        try:
+            while self._log_starts_moved:
+                while not self._checkpoint_done():
+                    await asyncio.shield(self._checkpointing)
+                self._log_starts_moved = False
+                self._checkpoint_in_thread()
+                await asyncio.shield(self._checkpointing)
+        except OSError as error:
+            log.error("the checkpoint files could not be written after DeleteRecords: %s; the next round tries "
+                      "again", error)
 
     async def wait_for_data(self, watched: Iterable[PartitionDriver], timeout_s: float) -> None:
         """Wait until one of the `watched` partitions changes, or `timeout_s` passes."""

@@ -384,6 +384,9 @@ class BrokerNode:
     def truncated(self, driver: PartitionDriver, op: LogOp, log_end_offset_before: int) -> None:
         pass
 
+    def log_start_moved(self, driver: PartitionDriver) -> None:
+        pass  # the simulated disk keeps its log's start as it moves
+
     def storage_failed(self, driver: PartitionDriver, failure: LogOpFailed) -> None:
         raise InvariantViolation(f"broker {self.broker_id}'s memory log refused {failure}")
 
