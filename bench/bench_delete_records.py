@@ -4,8 +4,9 @@ Starts `replog dev up` (3 brokers) in a temporary directory, writes `--records` 
 topic of one partition and 3 replicas, then, `--runs` times, alternates `Admin.delete_records` one
 step further along the log with `Admin.list_offsets` (earliest) on the same partition. A ListOffsets
 is one round trip to the leader; a DeleteRecords is that and the followers' next fetches, which
-bring them the leader's new log start and tell the leader theirs: the difference is what waiting
-for the ISR costs. Reports each call's milliseconds, median (min–max).
+bring them the leader's new log start and tell the leader theirs, and the leader's write of its
+log start checkpoint: the difference is what waiting for the replicas costs. Reports each call's
+milliseconds, median (min–max).
 
     python bench/bench_delete_records.py [--runs 40] [--records 10000] [--json]
 """

@@ -56,10 +56,17 @@ class LogDirCheckpoints:
         self._recovery_file.write(snapshot.recovery_points)
         self._log_start_file.write(snapshot.log_starts)
 
+    def write_log_starts(self, snapshot: Snapshot) -> None:
+        self._log_start_file.write(snapshot.log_starts)
 
-def write_snapshots(snapshots: list[tuple[LogDirCheckpoints, Snapshot]]) -> None:
+
+def write_snapshots(snapshots: list[tuple[LogDirCheckpoints, Snapshot]], *, log_starts_only: bool = False) -> None:
+    """Every file of each log dir, or (after DeleteRecords) its log start offsets alone."""
     for checkpoints, snapshot in snapshots:
-        checkpoints.write(snapshot)
+        if log_starts_only:
+            checkpoints.write_log_starts(snapshot)
+        else:
+            checkpoints.write(snapshot)
 
 
 def _read_or_empty(checkpoint: OffsetCheckpointFile) -> dict[TopicPartition, int]:

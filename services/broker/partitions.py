@@ -243,7 +243,8 @@ class Partitions:
 
     def log_start_moved(self, driver: PartitionDriver) -> None:
         """Checkpointed at once, not at the next round: records DeleteRecords removed from within a segment
-        must not come back when the broker crashes."""
+        must not come back when the broker crashes. Only log-start-offset-checkpoint is written (one fsync
+        a log dir); the other two files wait for their round."""
         self._log_starts_moved = True
         if self._log_start_writer is None or self._log_start_writer.done():
             self._log_start_writer = asyncio.get_running_loop().create_task(self._write_moved_log_starts())
@@ -259,7 +260,7 @@ class Partitions:
                 while not self._checkpoint_done():
                     await asyncio.shield(self._checkpointing)
                 self._log_starts_moved = False
-                self._checkpoint_in_thread()
+                self._checkpoint_in_thread(log_starts_only=True)
                 await asyncio.shield(self._checkpointing)
         except OSError as error:
             log.error("the checkpoint files could not be written after DeleteRecords: %s; the next round tries "
@@ -295,10 +296,10 @@ class Partitions:
         """The HW, recovery point and log start of every partition, per log dir (Kafka's files)."""
         write_snapshots(self.hosted.snapshots())
 
-    def _checkpoint_in_thread(self) -> None:
+    def _checkpoint_in_thread(self, *, log_starts_only: bool = False) -> None:
         # The offsets are taken here, on the loop; the files are written and fsynced in a thread.
         self._checkpointing = asyncio.get_running_loop().create_task(
-            asyncio.to_thread(write_snapshots, self.hosted.snapshots()))
+            asyncio.to_thread(write_snapshots, self.hosted.snapshots(), log_starts_only=log_starts_only))
 
     def _checkpoint_done(self) -> bool:
         return self._checkpointing is None or self._checkpointing.done()
