@@ -261,13 +261,13 @@ class LeaderRole:
             self._delete_waiters = [waiter for waiter in self._delete_waiters if waiter.deadline_ms > now_ms]
             low = self.low_watermark
             for waiter in expired:
-                behind = [f"{replica} at {start}" for replica, start in self._counted_log_starts()
-                          if start < waiter.offset]
+                behind = [(replica, start) for replica, start in self._counted_log_starts() if start < waiter.offset]
+                named = ", ".join(f"{replica} at {start}" for replica, start in behind)
+                unknown = " (-1: not fetched from this leader yet)" if any(start < 0 for _, start in behind) else ""
                 self._outbox.complete(CompleteDeleteRecords(
                     waiter.request_id, ErrorCode.REQUEST_TIMED_OUT, low,
                     f"the leader's log starts at {self._log.log_start_offset}, but not yet every live or in-sync "
-                    f"replica's: {'broker' if len(behind) == 1 else 'brokers'} {', '.join(behind)} (-1: not fetched "
-                    f"from this leader yet)"))
+                    f"replica's: {'broker' if len(behind) == 1 else 'brokers'} {named}{unknown}"))
 
     # -- fetch ----------------------------------------------------------------
 
@@ -469,7 +469,7 @@ class LeaderRole:
         if len(isr) < self._config.min_insync_replicas:
             self._fail_waiters(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
         self._maybe_advance_high_watermark()
-        self._complete_delete_waiters()  # a follower that left the ISR or the replicas may hold none back
+        self._complete_delete_waiters()  # a follower no longer in the ISR (on a dead broker) or assigned holds none
 
     # -- time and the end of leadership ---------------------------------------
 

@@ -183,8 +183,20 @@ def test_a_follower_that_never_catches_up_leaves_the_request_to_time_out_with_th
     leader.apply(500)
     answer = deleted(leader)
     assert answer.error is ErrorCode.REQUEST_TIMED_OUT and answer.low_watermark == 0
-    assert answer.message.endswith("replica's: broker 3 at 0 (-1: not fetched from this leader yet)")
+    assert answer.message.endswith("replica's: broker 3 at 0")
     assert leader.replica.log_start_offset == 3  # the leader's records are gone all the same
+
+
+def test_a_timed_out_answer_names_the_replicas_that_have_not_fetched_from_a_new_leader():
+    _, f2, _ = cluster_with_records()
+    f2.replica.handle_leader_and_isr(partition_state(leader=2, leader_epoch=2), 0)
+    f2.apply()
+    assert delete(f2, 4, timeout_ms=500) is None
+    f2.replica.tick(500)
+    f2.apply(500)
+    answer = deleted(f2)
+    assert answer.error is ErrorCode.REQUEST_TIMED_OUT and answer.low_watermark == -1
+    assert answer.message.endswith("replica's: brokers 1 at -1, 3 at -1 (-1: not fetched from this leader yet)")
 
 
 def test_a_leader_that_loses_its_leadership_answers_not_leader_at_once():
