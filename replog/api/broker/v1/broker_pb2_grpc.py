@@ -222,8 +222,9 @@ class BrokerServiceServicer:
         (Kafka's DeleteRecords, what kafka-delete-records.sh sends): each
         partition's log start offset moves up to its offset, on the leader at
         once and on each follower from its next fetch; segments wholly below it
-        are removed. A partition is answered once every in-sync replica's log
-        starts at its offset or later (the low watermark), or at timeout_ms.
+        are removed. A partition is answered once the log of every replica on
+        a live broker and of every in-sync one starts at its offset or later
+        (the low watermark), or at timeout_ms.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
