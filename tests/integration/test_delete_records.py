@@ -1,12 +1,17 @@
 """DeleteRecords on real processes: the records before an offset are gone from every replica, stay gone
-through a leader's SIGKILL, and consumers move past them; bad requests are refused with what is wrong."""
+through a leader's SIGKILL (its log start checkpointed before it answered), and consumers move past them;
+bad requests are refused with what is wrong."""
 
 import json
+import os
 
 import pytest
 
+from replog.broker.checkpoints import LOG_START_CHECKPOINT
 from replog.client import AdminError, Consumer, NewTopic, Producer, TopicPartition
 from replog.core.errors import ErrorCode
+from replog.dev.cluster_file import Cluster
+from replog.storage import OffsetCheckpointFile
 from tests.integration.cluster import read_partition, wait_for
 
 SESSION_TIMEOUT_S = 6
@@ -30,6 +35,9 @@ def test_records_before_the_offset_are_gone_from_every_replica_and_stay_gone_aft
 
     leader = admin.describe_topics([topic])[0].partitions[0].leader
     cluster.signal("broker", leader, "KILL")
+    log_dir = Cluster.load(cluster.data_dir).broker_log_dir(leader)
+    log_starts = OffsetCheckpointFile(os.path.join(log_dir, LOG_START_CHECKPOINT)).read()
+    assert log_starts.get((topic, 0)) == 40, "the leader answered before its log start was on disk"
     try:
         wait_for(lambda: admin.describe_topics([topic])[0].partitions[0].leader not in (-1, leader),
                  SESSION_TIMEOUT_S + 20, "a new leader")
