@@ -154,7 +154,7 @@ bytecode: setup
 # priority, on what CPU the clusters leave idle; their report follows the others'.
 ALONE_TESTS = tests/core tests/protocol tests/sim tests/storage tests/unit tests/client
 test: bytecode
-	@alone_log=$$(mktemp); trap 'kill $$alone 2>/dev/null; rm -f $$alone_log' EXIT INT TERM; \
+	@alone_log=$$(mktemp); trap 'kill $$alone 2>/dev/null; rm -f $$alone_log' EXIT; trap 'exit 130' INT TERM; \
 	nice -n 15 $(PY) -m pytest -q -p no:cacheprovider --durations=5 $(ALONE_TESTS) >$$alone_log 2>&1 & alone=$$!; \
 	$(PY) -m pytest -q --durations=15 $(addprefix --ignore=,$(ALONE_TESTS)) tests; rc=$$?; \
 	wait $$alone; alone_rc=$$?; \
